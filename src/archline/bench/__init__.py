@@ -1,0 +1,1 @@
+"""The benchmark runner: calibrate repetitions, warm up, measure, verify, record."""

@@ -1,0 +1,1 @@
+"""The archline command-line interface (Typer + Rich)."""

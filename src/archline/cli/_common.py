@@ -1,0 +1,56 @@
+"""Shared CLI plumbing: one-line errors with exit codes, consoles, JSON output."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from archline.errors import ArchlineError
+from archline.records import to_jsonable
+
+__all__ = ["console", "err_console", "fail", "handle_errors", "print_json"]
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``archline: error: message`` on stderr and return the Exit to raise."""
+    err_console.print(f"[bold red]archline: error:[/] {message}", soft_wrap=True, markup=True)
+    return typer.Exit(code)
+
+
+def handle_errors(fn: F) -> F:
+    """Turn archline's exceptions into a one-line message and a non-zero exit, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ArchlineError as exc:
+            raise fail(_escape(str(exc)), exc.exit_code) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", 130) from None
+        except BrokenPipeError:
+            sys.stderr.close()
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _escape(s: str) -> str:
+    return s.replace("[", r"\[")
+
+
+def print_json(obj: Any) -> None:
+    """Print ``obj`` as strict JSON on stdout (no Rich markup, no wrapping)."""
+    sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,56 @@
+"""The ``archline`` command: one Typer app assembled from one module per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from archline import __version__
+from archline.cli import (
+    analyze,
+    characterize,
+    instructions,
+    measure_cmd,
+    model_cmd,
+    monitor,
+    report_cmd,
+    roofline,
+    run_cmd,
+    sensor,
+)
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="archline",
+    help="What GPU code costs in time, power and energy on your own NVIDIA GPU, and why.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"archline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    """archline: measure, characterize and model GPU energy."""
+
+
+for _mod in (analyze, sensor, monitor, measure_cmd, characterize, report_cmd, instructions, roofline, model_cmd, run_cmd):
+    _mod.register(app)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

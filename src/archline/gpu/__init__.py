@@ -1,0 +1,1 @@
+"""The only code that touches the CUDA driver: device facts, JIT, launches, timing, CUPTI."""

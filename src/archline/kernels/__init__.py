@@ -1,0 +1,1 @@
+"""Pure-text PTX generators and the benchmark catalogue (building them needs no GPU)."""

@@ -1,0 +1,1 @@
+"""Sampling, sensor-artefact correction and energy integration."""

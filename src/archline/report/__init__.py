@@ -1,0 +1,1 @@
+"""Tables, plots and Markdown/HTML reports rebuilt from run directories."""

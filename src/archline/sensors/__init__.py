@@ -1,0 +1,1 @@
+"""Power sources (NVML, simulated sensors, trace files) behind one PowerSource interface."""
