@@ -5,8 +5,8 @@ from __future__ import annotations
 __all__ = [
     "ArchlineError",
     "BenchmarkError",
-    "CommandError",
     "CUPTIUnavailableError",
+    "CommandError",
     "GPUUnavailableError",
     "InputError",
     "ModelFileError",

@@ -38,12 +38,25 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
 ) -> None:
     """archline: measure, characterize and model GPU energy."""
 
 
-for _mod in (analyze, sensor, monitor, measure_cmd, characterize, report_cmd, instructions, roofline, model_cmd, run_cmd):
+for _mod in (
+    analyze,
+    sensor,
+    monitor,
+    measure_cmd,
+    characterize,
+    report_cmd,
+    instructions,
+    roofline,
+    model_cmd,
+    run_cmd,
+):
     _mod.register(app)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from archline.sensors.base import Readings
 
-__all__ = ["Recording", "Region", "SOURCE_NAMES"]
+__all__ = ["SOURCE_NAMES", "Recording", "Region"]
 
 #: Conventional source names for NVML channels (see :mod:`archline.sensors.nvml`):
 #: ``nvml.buffer``  power, NVML's sample buffer (``NVML_TOTAL_POWER_SAMPLES``), its own µs timestamps;
