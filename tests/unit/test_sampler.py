@@ -1,0 +1,91 @@
+"""The background sampler: every reading collected, regions marked, errors surfaced after stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from archline.errors import SensorError
+from archline.measure.sampler import Sampler
+from archline.sensors.base import PowerSource, Quantity, Readings, empty_readings
+
+
+class CountingSource:
+    """Produces one reading per poll: its value is the poll number."""
+
+    def __init__(self, name: str, interval_s: float, blocking: bool = False, fail_after: int | None = None) -> None:
+        self.name = name
+        self.quantity: Quantity = "power"
+        self.poll_interval_s = interval_s
+        self.blocking = blocking
+        self.nominal_period_s = None
+        self.n = 0
+        self.fail_after = fail_after
+        self.closed = False
+        self.threads: set[str] = set()
+
+    def read(self) -> Readings:
+        self.threads.add(threading.current_thread().name)
+        if self.fail_after is not None and self.n >= self.fail_after:
+            raise SensorError(f"{self.name}: sensor went away")
+        self.n += 1
+        if self.n % 2 == 0:  # every other poll: nothing new (like a drained buffer)
+            return empty_readings(self.name, self.quantity)
+        return Readings(self.name, self.quantity, np.array([time.time()]), np.array([float(self.n)]))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_sources_are_polled_and_readings_kept_in_order() -> None:
+    fast = CountingSource("fast", 0.002)
+    slow = CountingSource("slow", 0.02, blocking=True)
+    assert isinstance(fast, PowerSource)
+    s = Sampler([fast, slow], settle_s=0.01)
+    with s:
+        time.sleep(0.15)
+    rec = s.stop()
+    f = rec.readings["fast"]
+    assert len(f) == (fast.n + 1) // 2  # every odd poll produced a reading, none lost
+    assert np.all(np.diff(f.t_s) >= 0)
+    assert rec.meta["polls"]["fast"] == fast.n
+    assert len(rec.readings["slow"]) >= 3
+    # the blocking source has a thread of its own
+    assert slow.threads.isdisjoint(fast.threads)
+
+
+def test_regions_are_marked_on_the_sampler_clock() -> None:
+    s = Sampler([CountingSource("a", 0.005)], settle_s=0.0).start()
+    with s.region("work", step=1):
+        time.sleep(0.02)
+    s.mark("explicit", 10.0, 11.0, how="event")
+    rec = s.stop()
+    work = rec.region("work")
+    assert work.duration_s >= 0.02 and work.meta == {"step": 1}
+    assert rec.region("explicit").how == "event"
+    with pytest.raises(ValueError):
+        s.mark("bad", 2.0, 1.0)
+
+
+def test_a_failing_source_keeps_data_and_raises_on_stop() -> None:
+    bad = CountingSource("bad", 0.002, fail_after=5)
+    s = Sampler([bad], settle_s=0.0).start()
+    time.sleep(0.05)
+    with pytest.raises(SensorError, match="sensor went away"):
+        s.stop()
+    assert len(s.recording().readings["bad"]) == 3
+
+
+def test_duplicate_source_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="duplicate"):
+        Sampler([CountingSource("a", 0.1), CountingSource("a", 0.1)])
+
+
+def test_close_closes_sources() -> None:
+    a = CountingSource("a", 0.01)
+    s = Sampler([a]).start()
+    s.close()
+    assert a.closed
