@@ -65,9 +65,7 @@ _PACKAGES = (
 
 
 @contextlib.contextmanager
-def atomic_open(
-    path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8"
-) -> Iterator[IO[Any]]:
+def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary file beside ``path``; on success rename it over ``path``.
 
     If the block raises (or the process is interrupted), ``path`` keeps its old content
@@ -372,9 +370,7 @@ class RunDir:
         atomic_write_text(p, text)
         return p
 
-    def write_csv(
-        self, name: str, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None
-    ) -> Path:
+    def write_csv(self, name: str, rows: Iterable[Mapping[str, Any]], columns: Sequence[str] | None = None) -> Path:
         p = self.file(name)
         write_csv(p, rows, columns)
         return p
