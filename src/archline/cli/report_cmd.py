@@ -1,9 +1,94 @@
-"""CLI: `archline report` (not yet implemented)."""
+"""CLI: `archline report DIR [-o OUT] [--json]` rebuilds a run directory's report on any machine."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+from rich.table import Table
+
+from archline.cli._common import console, err_console, handle_errors, print_json
+
+__all__ = ["register"]
+
+_DEFAULT_OUT = Path("archline-report")
+
+
+def _list(json_out: bool) -> None:
+    from archline.report.shipped import list_shipped, shipped_roots
+
+    runs = list_shipped()
+    if json_out:
+        print_json(
+            {
+                "roots": [str(r) for r in shipped_roots()],
+                "runs": [
+                    {"key": r.key, "kind": r.kind, "status": r.status, "gpu": r.gpu_name, "path": str(r.path)}
+                    for r in runs
+                ],
+            }
+        )
+        return
+    if not runs:
+        console.print("No shipped recorded runs found.")
+        return
+    t = Table("run", "kind", "status", "GPU", "path", title="Shipped recorded runs")
+    for r in runs:
+        t.add_row(r.key, r.kind, r.status, r.gpu_name, str(r.path))
+    console.print(t)
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to app."""
+
+    @app.command("report")
+    @handle_errors
+    def report(
+        run_dir: Annotated[
+            str | None,
+            typer.Argument(
+                metavar="DIR",
+                help="Run directory (or a shipped run such as h100/characterize). "
+                "Without it, the default shipped characterization run.",
+                show_default=False,
+            ),
+        ] = None,
+        out: Annotated[
+            Path | None,
+            typer.Option(
+                "-o",
+                "--out",
+                help="Folder for report.md, report.html and plots/ (default: the run directory itself; "
+                "for a shipped run, ./archline-report).",
+            ),
+        ] = None,
+        list_runs: Annotated[bool, typer.Option("--list", help="List the shipped recorded runs and exit.")] = False,
+        json_out: Annotated[bool, typer.Option("--json", help="Print where the report is as JSON.")] = False,
+    ) -> None:
+        """Rebuild the report of a run directory (characterize, instructions, or any registered kind)."""
+        from archline.report.registry import RenderedReport, render_run
+        from archline.report.shipped import find_shipped, render_shipped_default_report
+
+        if list_runs:
+            _list(json_out)
+            return
+        rendered: RenderedReport | None = None
+        if run_dir is None:
+            rendered = render_shipped_default_report(out or _DEFAULT_OUT)
+        else:
+            path = Path(run_dir)
+            shipped = None if path.exists() else find_shipped(run_dir)
+            if shipped is not None:
+                target = out or _DEFAULT_OUT / shipped.key.replace("/", "-")
+                rendered = render_run(shipped.path, target)
+            else:
+                rendered = render_run(path, out)
+        if json_out:
+            print_json(rendered.to_json())
+            return
+        console.print(f"report: {rendered.markdown}", soft_wrap=True, markup=False)
+        if rendered.html is not None:
+            console.print(f"html:   {rendered.html}", soft_wrap=True, markup=False)
+        for w in rendered.warnings:
+            err_console.print(f"archline: warning: {w}", soft_wrap=True, markup=False)

@@ -1,0 +1,91 @@
+"""The characterization report of a run directory: header, MIPP tables, sweeps, spec chart, targets and flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from archline.records import RunDir
+from archline.report.cells import Ctx
+from archline.report.doc import Document, Heading, Para
+from archline.report.header import header_table
+from archline.report.registry import RenderedReport
+from archline.report.render import write_document
+from archline.report.rundata import RunData, load_run_data
+from archline.report.sections import flag_blocks, status_text, sweep_blocks, targets_blocks, throughput_blocks
+from archline.report.tables import arithmetic_table, detail_table, group_rows, memory_table, sync_table
+
+__all__ = ["PLOTS_DIR", "build_document", "render"]
+
+PLOTS_DIR = "plots"
+_COVERED = ("arithmetic", "memory", "sync")
+
+
+def build_document(data: RunData, out_dir: Path, *, banner: str | None = None) -> tuple[Document, list[Path]]:
+    """Assemble the report (writing its plots under ``out_dir/plots``); return it and the plot files."""
+    m = data.manifest
+    gpu = str(m.gpu.get("name") or "unknown GPU")
+    ctx = Ctx(
+        sm_count=data.sm_count,
+        compute_capability=data.compute_capability,
+        missing=data.missing,
+        status=m.status,
+    )
+    plots = out_dir / PLOTS_DIR
+    files: list[Path] = []
+    doc = Document(f"GPU characterization: {gpu}")
+    if banner:
+        doc.add(Para(banner))
+    doc.add(
+        Para(
+            f"Every figure below is read from, or computed from, the run directory `{data.run.path}` "
+            "(manifest.json, results.csv, targets.csv). A missing value shows as — with its reason "
+            "under the table. Energies are board energy per kernel launch, ± 1σ."
+        ),
+        Heading("Run"),
+        header_table(m, data.rows, status_text(data)),
+        Heading("Arithmetic"),
+        arithmetic_table(data.rows, ctx),
+    )
+    blocks, f = throughput_blocks(data, plots, PLOTS_DIR)
+    files += f
+    doc.add(*blocks)
+    arith = group_rows(data.rows, "arithmetic")
+    if arith:
+        doc.add(detail_table(arith, ctx, "All arithmetic benchmarks"))
+    doc.add(Heading("Memory"), memory_table(data.rows, ctx))
+    blocks, f = sweep_blocks(data, ctx, plots, PLOTS_DIR)
+    files += f
+    doc.add(Heading("Sweeps"), *blocks)
+    doc.add(Heading("Synchronisation"))
+    if group_rows(data.rows, "sync"):
+        doc.add(sync_table(data.rows, ctx))
+    else:
+        doc.add(Para("No synchronisation benchmarks in this run."))
+    others = [r for r in data.rows if r.text("group") not in _COVERED]
+    if others:
+        doc.add(Heading("Other benchmarks"), detail_table(others, ctx, "Benchmarks of other groups"))
+    doc.add(Heading("Targets"), *targets_blocks(data.targets))
+    doc.add(Heading("Flags"), *flag_blocks(data.rows))
+    return doc, files
+
+
+def render(run: RunDir | Path | str, out_dir: Path | None = None, *, banner: str | None = None) -> RenderedReport:
+    """Render ``report.md``, ``report.html`` and ``plots/*.png`` of a characterization run into ``out_dir``."""
+    data = load_run_data(run)
+    out = Path(out_dir) if out_dir is not None else data.run.path
+    doc, files = build_document(data, out, banner=banner)
+    md, html = write_document(doc, out)
+    warnings: list[str] = []
+    if data.manifest.status != "complete":
+        warnings.append(f"run status is {data.manifest.status!r}: {status_text(data)}")
+    bad = [r.text("name") for r in data.rows if (r.text("status") or "ok") != "ok"]
+    if bad:
+        warnings.append(f"{len(bad)} benchmark(s) not ok: {', '.join(bad)}")
+    return RenderedReport(
+        kind=data.manifest.kind,
+        markdown=md,
+        html=html,
+        files=(md, html, *files),
+        status=data.manifest.status,
+        warnings=tuple(warnings),
+    )

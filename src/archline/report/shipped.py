@@ -1,0 +1,153 @@
+"""The recorded runs shipped with archline (results/<gpu>/<kind>/): find them, list them, render the default one."""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from archline.errors import ArchlineError, RunDirError
+from archline.records import MANIFEST_NAME, RunDir
+from archline.report.registry import RenderedReport
+
+__all__ = [
+    "SHIPPED_ENV",
+    "ShippedRun",
+    "default_characterize_run",
+    "find_shipped",
+    "list_shipped",
+    "render_shipped_default",
+    "render_shipped_default_report",
+    "shipped_roots",
+]
+
+#: Environment variable naming an extra folder of recorded runs, searched first.
+SHIPPED_ENV = "ARCHLINE_SHIPPED_DIR"
+_PACKAGE_DATA = "_shipped"
+
+
+@dataclass(frozen=True)
+class ShippedRun:
+    """One recorded run: its ``results/<gpu>/<kind>`` folder, the manifest's kind, status and GPU name."""
+
+    gpu: str
+    kind: str
+    status: str
+    gpu_name: str
+    path: Path
+    #: the folder under its root, ``<gpu>/<kind>`` (or ``<gpu>/<kind>/<run>``), as `archline report` accepts
+    key: str
+
+
+def shipped_roots() -> list[Path]:
+    """Folders that may hold recorded runs, in search order.
+
+    ``$ARCHLINE_SHIPPED_DIR``; the wheel's package data ``archline/_shipped``; then, for an
+    editable install, the first ``results/`` folder found walking up from this file to the
+    project root (the folder with ``pyproject.toml``).
+    """
+    roots: list[Path] = []
+    env = os.environ.get(SHIPPED_ENV)
+    if env:
+        roots.append(Path(env))
+    try:
+        data = importlib.resources.files("archline") / _PACKAGE_DATA
+        if isinstance(data, Path) and data.is_dir():
+            roots.append(data)
+    except (ModuleNotFoundError, OSError):
+        pass
+    for parent in Path(__file__).resolve().parents:
+        cand = parent / "results"
+        if cand.is_dir():
+            roots.append(cand)
+            break
+        if (parent / "pyproject.toml").is_file():
+            break
+    seen: set[Path] = set()
+    unique = []
+    for r in roots:
+        key = r.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    return unique
+
+
+def list_shipped(roots: Sequence[Path] | None = None) -> list[ShippedRun]:
+    """Every valid run directory at ``<root>/<gpu>/<kind>/`` or one level deeper, sorted by GPU, kind, path.
+
+    Folders whose manifest cannot be read are skipped: a broken recording must not hide the others.
+    """
+    out: list[ShippedRun] = []
+    for root in shipped_roots() if roots is None else roots:
+        if not root.is_dir():
+            continue
+        manifests = sorted(root.glob(f"*/*/{MANIFEST_NAME}")) + sorted(root.glob(f"*/*/*/{MANIFEST_NAME}"))
+        for mp in manifests:
+            try:
+                run = RunDir.open(mp.parent)
+            except ArchlineError:
+                continue
+            gpu = mp.relative_to(root).parts[0]
+            name = str(run.manifest.gpu.get("name") or gpu)
+            key = "/".join(mp.parent.relative_to(root).parts)
+            out.append(ShippedRun(gpu, run.manifest.kind, run.manifest.status, name, mp.parent, key))
+    return sorted(out, key=lambda r: (r.gpu, r.kind, str(r.path)))
+
+
+def find_shipped(key: str, roots: Sequence[Path] | None = None) -> ShippedRun | None:
+    """The shipped run named ``<gpu>/<kind>`` (or ``<gpu>/<kind>/<run>``), case-insensitively, if any."""
+    want = key.strip("/").lower()
+    for r in list_shipped(roots):
+        if want in (r.key.lower(), f"{r.gpu}/{r.kind}".lower()):
+            return r
+    return None
+
+
+def default_characterize_run(roots: Sequence[Path] | None = None) -> ShippedRun:
+    """The run `archline characterize` shows without a GPU: H100 if shipped, else any; complete runs first."""
+    runs = [r for r in list_shipped(roots) if r.kind == "characterize"]
+    if not runs:
+        where = ", ".join(str(p) for p in (shipped_roots() if roots is None else roots)) or "nowhere"
+        raise RunDirError(f"no shipped characterization run found (looked in: {where})")
+
+    def rank(r: ShippedRun) -> tuple[int, int, str]:
+        h100 = "h100" in r.gpu.lower() or "h100" in r.gpu_name.lower()
+        return (0 if h100 else 1, 0 if r.status == "complete" else 1, str(r.path))
+
+    return min(runs, key=rank)
+
+
+def render_shipped_default(out_dir: str | os.PathLike[str], roots: Sequence[Path] | None = None) -> Path:
+    """Copy the default shipped characterization run into ``out_dir``, render its report there, return report.md.
+
+    ``out_dir`` must be new, empty, or an earlier copy (a run directory); the shipped data
+    itself is never written to (it may sit read-only in site-packages).
+    """
+    return render_shipped_default_report(out_dir, roots).markdown
+
+
+def render_shipped_default_report(
+    out_dir: str | os.PathLike[str], roots: Sequence[Path] | None = None
+) -> RenderedReport:
+    """:func:`render_shipped_default`, returning everything the renderer wrote."""
+    from archline.report.characterize import render
+
+    run = default_characterize_run(roots)
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST_NAME).is_file())):
+        raise RunDirError(f"{out}: exists and is not empty or an archline run directory; choose another folder")
+    try:
+        if out.resolve() != run.path.resolve():
+            shutil.copytree(run.path, out, dirs_exist_ok=True)
+        banner = (
+            f"No GPU was found on this machine, so this is the report of a run recorded on {run.gpu_name} "
+            f"and shipped with archline (`{run.gpu}/{run.kind}`). Run `archline characterize` on a machine "
+            "with an NVIDIA GPU to measure your own."
+        )
+        return render(out, out, banner=banner)
+    except OSError as exc:
+        raise RunDirError(f"{exc.filename or out}: cannot write the report ({exc.strerror or exc})") from None
