@@ -80,11 +80,19 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | N
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp creates 0600; give the file the mode a plain open() would have.
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -165,8 +173,8 @@ def write_csv(
     atomic_write_text(path, buf.getvalue())
 
 
-def _parse_cell(s: str) -> Any:
-    if s == "":
+def _parse_cell(s: str | None) -> Any:
+    if s is None or s == "":
         return None
     if s in ("true", "false"):
         return s == "true"
@@ -185,7 +193,9 @@ def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     p = Path(path)
     try:
         with p.open(newline="", encoding="utf-8") as fh:
-            return [{k: _parse_cell(v) for k, v in row.items()} for row in csv.DictReader(fh)]
+            return [
+                {k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fh)
+            ]
     except FileNotFoundError:
         raise RunDirError(f"{p}: file not found") from None
     except (csv.Error, UnicodeDecodeError) as exc:

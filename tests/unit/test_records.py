@@ -83,3 +83,17 @@ def test_open_rejects_bad_manifests_with_one_line(tmp_path: Path, content: str |
 def test_open_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(RunDirError, match="no such run directory"):
         RunDir.open(tmp_path / "nope")
+
+
+def test_written_files_are_readable_by_others(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    write_csv(tmp_path / "r.csv", [{"a": 1}])
+    mode = stat.S_IMODE(os.stat(tmp_path / "r.csv").st_mode)
+    assert mode & stat.S_IRGRP and mode & stat.S_IROTH
+
+
+def test_short_csv_rows_read_as_missing(tmp_path: Path) -> None:
+    (tmp_path / "r.csv").write_text("a,b,c\n1,2\n")
+    assert read_csv(tmp_path / "r.csv") == [{"a": 1, "b": 2, "c": None}]
