@@ -1,9 +1,177 @@
-"""CLI: `archline characterize` (not yet implemented)."""
+"""CLI: ``archline characterize``: measure every unit and memory level of a GPU (or show the shipped run)."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from archline.cli._common import console, err_console, handle_errors
+from archline.errors import GPUUnavailableError, InputError, UnsupportedArchitectureError
+from archline.kernels.spec import KernelSpec
+
+__all__ = ["register"]
+
+
+def _gpu_available(gpu: int) -> str | None:
+    """None if NVML sees GPU ``gpu``; otherwise the one-line reason."""
+    from archline.sensors.nvml import device_count
+
+    try:
+        n = device_count()
+    except GPUUnavailableError as exc:
+        return str(exc)
+    if n == 0:
+        return "NVML found no NVIDIA GPU"
+    if not 0 <= gpu < n:
+        return f"no GPU with index {gpu} (this machine has {n})"
+    return None
+
+
+def _show_shipped(output: Path, reason: str) -> None:
+    from archline.report.shipped import default_characterize_run, render_shipped_default
+
+    run = default_characterize_run()
+    err_console.print(f"archline: no GPU here ({reason}).")
+    err_console.print(
+        f"archline: showing the recorded run shipped with archline: {run.gpu_name} ({run.key}), "
+        "measured by 'archline characterize' on that GPU."
+    )
+    report = render_shipped_default(output)
+    console.print(f"report: {report}")
+    html = report.with_suffix(".html")
+    if html.exists():
+        console.print(f"        {html}")
+
+
+def _targets_table(rows: list[dict[str, Any]]) -> Table:
+    t = Table(title="targets")
+    for c in ("target", "measured", "required", "passed", "detail"):
+        t.add_column(c)
+    for r in rows:
+        m = r.get("measured")
+        req = r.get("required")
+        unit = str(r.get("unit") or "")
+        p = r.get("passed")
+        mark = "[green]pass[/]" if p is True else ("[red]miss[/]" if p is False else "—")
+        t.add_row(
+            str(r["target"]),
+            "—" if m is None else f"{float(m):.1f} {unit}",
+            "—" if req is None else f"{float(req):.1f}",
+            mark,
+            str(r.get("detail") or ""),
+        )
+    return t
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ``archline characterize``."""
+
+    @app.command("characterize")
+    @handle_errors
+    def characterize(
+        gpu: int = typer.Option(0, "--gpu", help="GPU index."),
+        quick: bool = typer.Option(False, "--quick", help="The quick subset (about 20 kernels, ≤ 2 min)."),
+        only: list[str] = typer.Option([], "--only", help="Glob(s) of benchmark names, e.g. 'arith.fp32.*'."),
+        output: Path = typer.Option(Path("archline-run"), "-o", "--output", help="Run directory to write."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
+        target_s: float = typer.Option(0.0, "--target-s", help="Seconds measured per benchmark (1; 0.5 quick)."),
+        no_shipped: bool = typer.Option(
+            False, "--no-shipped", help="Without a GPU, fail instead of showing the shipped run."
+        ),
+    ) -> None:
+        """Characterize a GPU: time, throughput vs spec, power and energy of every unit and memory level.
+
+        Without a GPU it renders the report of a real run shipped with archline.
+        """
+        from archline.kernels import catalogue
+
+        if target_s < 0:
+            raise InputError("--target-s must be > 0")
+        # Check the patterns before touching any hardware, so a typo fails fast everywhere.
+        if only:
+            catalogue.select(only)
+        reason = _gpu_available(gpu)
+        if reason is not None:
+            if no_shipped:
+                raise GPUUnavailableError(reason)
+            _show_shipped(output, reason)
+            return
+        _characterize(gpu, quick, only, output, force, target_s or (0.5 if quick else 1.0))
+
+
+def _characterize(gpu: int, quick: bool, only: list[str], output: Path, force: bool, target_s: float) -> None:
+    from archline.bench.characterize import SuiteResult, run_suite
+    from archline.bench.runner import Runner, RunnerOptions
+    from archline.bench.session import GPUSession
+    from archline.kernels import catalogue
+    from archline.report.characterize import render
+
+    t0 = time.time()
+    res = SuiteResult()
+    planned = 0
+    try:
+        with GPUSession(gpu, output, "characterize", force=force, extra={"quick": quick, "only": only}) as s:
+            dev = s.ex.device
+            if dev.compute_capability < (9, 0):
+                raise UnsupportedArchitectureError(
+                    f"{dev.name} has compute capability {dev.compute_capability[0]}.{dev.compute_capability[1]}; "
+                    "archline's kernels need 9.0 (Hopper) or later"
+                )
+            groups = ("arithmetic", "memory", "sync")
+            pool = [k for k in catalogue.catalogue(dev) if k.group in groups]
+            specs = catalogue.select(only, specs=pool) if only else (catalogue.quick(dev) if quick else pool)
+            if quick and not only:
+                specs = [k for k in specs if k.group in groups]
+            planned = len(specs)
+            err_console.print(f"archline: {dev.name}: measuring the device-to-device copy bandwidth")
+            copy_bps, _ = s.ex.copy_bandwidth()  # type: ignore[attr-defined]
+            extra = dict(s.rd.manifest.extra)
+            extra.update({"planned": [k.name for k in specs], "copy_bytes_per_s": copy_bps, "target_s": target_s})
+            s.rd.update_manifest(extra=extra)
+            runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s))
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            ) as prog:
+                task = prog.add_task("characterize", total=len(specs))
+
+                def started(spec: KernelSpec, i: int, n: int) -> None:
+                    prog.update(task, description=spec.name, completed=min(i, n))
+
+                res = run_suite(
+                    runner,
+                    specs,
+                    s.rd,
+                    cc=dev.compute_capability,
+                    copy_bytes_per_s=copy_bps,
+                    quick=quick,
+                    elapsed_s=lambda: time.time() - t0,
+                    on_start=started,
+                )
+            if res.interrupted:
+                raise KeyboardInterrupt  # the session then records "interrupted" and saves the traces
+    except KeyboardInterrupt:
+        res.interrupted = True
+    rep = render(output)
+    console.print(_targets_table(res.targets))
+    failed = [r for r in res.rows if r.get("status") != "ok"]
+    if failed:
+        err_console.print(f"archline: {len(failed)} benchmark(s) failed: " + ", ".join(str(r["name"]) for r in failed))
+    console.print(f"report: {rep.markdown}")
+    if rep.html:
+        console.print(f"        {rep.html}")
+    if res.interrupted:
+        err_console.print(
+            f"archline: interrupted: {len(res.rows)} of {planned} benchmarks finished; "
+            f"{output} holds them and says it is incomplete"
+        )
+        raise typer.Exit(130)

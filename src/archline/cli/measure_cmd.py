@@ -1,9 +1,103 @@
-"""CLI: `archline measure` (not yet implemented)."""
+"""CLI: ``archline measure -- CMD ARGS...``: a command's GPU energy, time, mean and maximum power."""
 
 from __future__ import annotations
 
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.table import Table
+
+from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.errors import CommandError, InputError
+
+__all__ = ["register"]
+
+
+def _run_measured(cmd: list[str], gpu: int) -> tuple[int, dict[str, Any]]:
+    from archline.bench.energy import counter_energy_j
+    from archline.measure.api import Measurement
+    from archline.sensors.nvml import device_state
+
+    exe = shutil.which(cmd[0]) if not Path(cmd[0]).exists() else cmd[0]
+    if exe is None:
+        raise CommandError(f"command not found: {cmd[0]}")
+    state_before = device_state(gpu)
+    m = Measurement(gpu=gpu, sync=lambda: None)
+    with m:
+        t0 = time.time()
+        try:
+            proc = subprocess.Popen(cmd)
+        except OSError as exc:
+            raise CommandError(f"cannot start {cmd[0]}: {exc.strerror}") from None
+        try:
+            rc = proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            rc = proc.wait()
+        wall = time.time() - t0
+    rec = m.trace
+    counter = None
+    if rec is not None and (en := rec.get("nvml.energy")) is not None and m._total is not None:
+        counter = counter_energy_j(en, m._total.start_s, m._total.end_s)
+    out = {
+        "command": cmd,
+        "exit_code": rc,
+        "gpu": gpu,
+        "time_s": wall,
+        "energy_j": m.energy_j,
+        "energy_uncertainty_j": m.energy_uncertainty_j,
+        "energy_counter_j": counter,
+        "mean_power_w": m.mean_power_w,
+        "max_power_w": m._total.max_power_w if m._total else None,
+        "resolvable": m.resolvable,
+        "state_before": state_before,
+    }
+    return rc, out
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ``archline measure``."""
+
+    @app.command(
+        "measure",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        no_args_is_help=True,
+    )
+    @handle_errors
+    def measure_cmd(
+        ctx: typer.Context,
+        gpu: int = typer.Option(0, "--gpu", help="GPU index (as NVML numbers them)."),
+        json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    ) -> None:
+        """Run a command and report its GPU energy, time, and mean and maximum power.
+
+        Usage: archline measure [--gpu N] [--json] -- CMD ARGS...
+        The command's exit code is passed through.
+        """
+        cmd = list(ctx.args)
+        if not cmd:
+            raise InputError("no command given (usage: archline measure [--gpu N] -- CMD ARGS...)")
+        rc, out = _run_measured(cmd, gpu)
+        if json_out:
+            print_json(out)
+        else:
+            t = Table(title=f"GPU {gpu}: {' '.join(cmd)}", show_header=False)
+            t.add_row("wall time", f"{out['time_s']:.3f} s")
+            e, u = out["energy_j"], out["energy_uncertainty_j"]
+            t.add_row("energy (20 ms samples)", "—" if e is None else f"{e:.2f} ± {u or 0:.2f} J")
+            if out["energy_counter_j"] is not None:
+                t.add_row("energy (energy counter)", f"{out['energy_counter_j']:.2f} J")
+            mp = out["mean_power_w"]
+            t.add_row("mean power", "—" if mp is None else f"{mp:.1f} W")
+            xp = out["max_power_w"]
+            t.add_row("max power", "—" if xp is None else f"{xp:.1f} W")
+            t.add_row("exit code", str(rc))
+            console.print(t)
+            if not out["resolvable"]:
+                err_console.print("note: the run was too short for the power sensor to resolve its energy")
+        raise typer.Exit(rc)

@@ -1,0 +1,105 @@
+"""A measurement session on one GPU: NVML, executor, sampler and run directory, opened and closed together."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from archline.gpu.base import Executor
+from archline.measure.sampler import Sampler
+from archline.records import Manifest, RunDir
+
+__all__ = ["GPUSession", "save_recording"]
+
+
+def save_recording(rd: RunDir, name: str, sampler: Sampler) -> None:
+    """Write the sampler's recording into the run directory (archline's trace format)."""
+    from archline.sensors.trace import save_recording as _save
+
+    _save(rd.path / name, sampler.recording())
+
+
+class GPUSession:
+    """Everything a GPU command needs, in the order it must be opened and closed.
+
+    Opening: NVML (errors: no driver, no GPU, no permission) → device facts and state (for the
+    manifest) → the CUDA executor → the run directory → the sampler. Closing writes the raw
+    traces, the state after, and the manifest's final status ("complete", or "interrupted"
+    after Ctrl-C, or "failed"), so the directory is consistent whatever happened.
+    """
+
+    def __init__(
+        self,
+        gpu: int,
+        out: Path,
+        kind: str,
+        *,
+        force: bool = False,
+        sources: tuple[str, ...] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.gpu = gpu
+        self.out = out
+        self.kind = kind
+        self.force = force
+        self._sources = sources
+        self._extra = dict(extra or {})
+        self.t0 = 0.0
+        self.ex: Executor
+        self.rd: RunDir
+        self.sampler: Sampler
+
+    def __enter__(self) -> GPUSession:
+        from archline.gpu.cuda import CudaExecutor
+        from archline.sensors.nvml import NVMLSession, device_state, device_static, open_sources
+
+        self.t0 = time.time()
+        self._nvml = NVMLSession(self.gpu)
+        try:
+            static = device_static(self._nvml)
+            before = device_state(self._nvml)
+            self.ex = CudaExecutor(self.gpu)
+            dev = self.ex.device
+            gpu_facts = dict(static)
+            gpu_facts.update(
+                {
+                    "compute_capability": list(dev.compute_capability),
+                    "sm_count": dev.sm_count,
+                    "l2_bytes": dev.l2_bytes,
+                    "memory_bus_width_bits": dev.memory_bus_width_bits,
+                    "shared_per_sm_b": dev.shared_per_sm_b,
+                }
+            )
+            self.rd = RunDir.create(
+                self.out,
+                Manifest.new(self.kind, gpu=gpu_facts, state_before=before, extra=self._extra),
+                overwrite=self.force,
+            )
+            self.sampler = Sampler(open_sources(self._nvml, self._sources), meta={"gpu": self.gpu}).start()
+        except BaseException:
+            self._nvml.close()
+            raise
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        from archline.sensors.nvml import device_state
+
+        status = "complete" if et is None else ("interrupted" if et is KeyboardInterrupt else "failed")
+        try:
+            try:
+                self.sampler.stop()
+            except Exception as exc:
+                self.rd.update_manifest(notes=(*self.rd.manifest.notes, f"sampler: {exc}"))
+            save_recording(self.rd, "traces.npz", self.sampler)
+            self.sampler.close()
+            after = device_state(self._nvml)
+            extra = dict(self.rd.manifest.extra)
+            extra["wall_s"] = time.time() - self.t0
+            self.rd.finish(status, state_after=after, extra=extra)  # type: ignore[arg-type]
+        finally:
+            close = getattr(self.ex, "close", None)
+            if callable(close):
+                close()
+            self._nvml.close()
