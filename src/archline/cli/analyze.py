@@ -1,9 +1,200 @@
-"""CLI: `archline analyze` (not yet implemented)."""
+"""CLI: ``archline analyze``: the energy of each window of a power trace, corrected for the sensor."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.table import Table
+
+from archline.cli._common import console, handle_errors, print_json
+from archline.errors import InputError, ModelFileError, TraceError
+from archline.measure.recording import Region
+from archline.sensors.base import Readings
+
+__all__ = ["load_trace", "register", "resolve_model"]
+
+
+def load_trace(trace: Path, source: str | None) -> tuple[Readings, tuple[Region, ...]]:
+    """A power series from a CSV trace, or one source of an archline recording (.npz) with its regions."""
+    from archline.sensors.trace import load_recording, read_trace_csv
+
+    if trace.suffix.lower() == ".npz":
+        rec = load_recording(trace)
+        name = source or ("nvml.buffer" if rec.get("nvml.buffer") is not None else None)
+        if name is None:
+            power = [k for k, r in rec.readings.items() if r.quantity == "power"]
+            if len(power) != 1:
+                raise InputError(f"{trace}: pick a power source with --source (it has: {', '.join(power) or 'none'})")
+            name = power[0]
+        r = rec.get(name)
+        if r is None:
+            raise InputError(f"{trace}: no source {name!r} (it has: {', '.join(sorted(rec.readings))})")
+        if r.quantity != "power":
+            raise InputError(f"{trace}: source {name!r} measures {r.quantity}, not power")
+        if len(r) < 2:
+            raise TraceError(trace, f"source {name!r} has fewer than 2 readings")
+        return r, rec.regions
+    if source is not None:
+        raise InputError("--source applies to .npz recordings only")
+    return read_trace_csv(trace), ()
+
+
+def _profile_model(path: Path, source: str | None) -> Any:
+    from archline.measure.profile import SensorProfile
+
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelFileError(f"{path}: file not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"{path}: not a JSON file ({exc})") from None
+    if isinstance(d, dict) and isinstance(d.get("profile"), dict):
+        d = d["profile"]
+    if isinstance(d, dict) and isinstance(d.get("profiles"), dict):
+        entries = [(drv, src, e) for drv, by in d["profiles"].items() for src, e in by.items()]
+        if source is not None:
+            entries = [x for x in entries if x[1] == source]
+        if len(entries) != 1:
+            raise ModelFileError(f"{path}: holds {len(entries)} matching profiles; pick one with --source")
+        d = entries[0][2]
+    if not isinstance(d, dict):
+        raise ModelFileError(f"{path}: not a sensor profile")
+    return SensorProfile.from_json(d, where=str(path)).model
+
+
+def resolve_model(r: Readings, sensor: str, capacitance: float | None, profile: Path | None, source: str | None) -> Any:
+    """The sensor model: from a profile file, else chosen from the data (with overrides)."""
+    from archline.measure.sensor_model import infer_model, parse_kind
+
+    if profile is not None:
+        model = _profile_model(profile, source)
+        if sensor != "auto":
+            model = model.with_(kind=parse_kind(sensor), origin="override")
+        if capacitance is not None:
+            model = model.with_(lag_s=capacitance, lag_sigma_s=0.0, origin="override")
+        return model
+    return infer_model(r, kind=None if sensor == "auto" else sensor, capacitance_s=capacitance)
+
+
+def _levels(r: Readings, model: Any, wins: tuple[Region, ...]) -> dict[str, float | None]:
+    """Idle and active-idle power seen around the windows (W), for the sensor summary."""
+    from archline.measure.idle import idle_levels
+    from archline.measure.lagged import correct_lag
+    from archline.measure.windows import prepare_series
+
+    settle = model.mixing_s + 2 * model.period_s
+    if not model.correct_lag:
+        lv = idle_levels(r.t_s, r.value, wins, settle_s=settle)
+        return {"idle_w": lv.idle_w, "active_idle_w": lv.active_idle_w}
+    # A strongly lagged sensor is read through Burtscher's correction (on cleaned readings).
+    s, _ = prepare_series(r, model)
+    y = correct_lag(s.t_s, s.y_w, model.lag_s)
+    shifted = [Region(w.name, w.start_s - s.t0_s, w.end_s - s.t0_s) for w in wins]
+    lv = idle_levels(s.t_s, y, shifted, settle_s=settle)
+    return {"idle_w": lv.idle_w, "active_idle_w": lv.active_idle_w}
+
+
+def _table(model: Any, rows: list[dict[str, Any]], notes: list[str], t0_s: float) -> tuple[Table, list[str]]:
+    """The windows as a table; why a window is unresolvable goes to numbered footnotes."""
+    t = Table(
+        title=f"sensor: {model.kind} ({model.origin}), update {1e3 * model.period_s:.1f} ms, "
+        f"C = {1e3 * model.lag_s:.1f} ms, coverage {100 * model.coverage:.0f} %",
+        caption=f"start relative to the trace's first reading, t0 = {t0_s!r} s",
+        title_justify="left",
+    )
+    for col in ("window", "start s", "duration s", "energy J", "± J (1σ)", "mean W", "resolvable"):
+        t.add_column(col, justify="left" if col == "window" else "right", no_wrap=True)
+    foot: list[str] = []
+    for w, note in zip(rows, notes, strict=True):
+        mark = "yes"
+        if not w["resolvable"]:
+            if note not in foot:
+                foot.append(note)
+            mark = f"[yellow]no[/] [{foot.index(note) + 1}]"
+        t.add_row(
+            w["name"],
+            f"{w['start_s'] - t0_s:.6f}",
+            f"{w['duration_s']:.4g}",
+            f"{w['energy_j']:.5g}",
+            f"{w['energy_uncertainty_j']:.2g}",
+            f"{w['mean_power_w']:.1f}",
+            mark,
+        )
+    return t, [f"[{i + 1}] {n}" for i, n in enumerate(foot)]
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ``archline analyze``."""
+
+    @app.command("analyze")
+    @handle_errors
+    def analyze(
+        trace: Annotated[
+            Path, typer.Argument(help="Power trace: CSV with time_s,power_w, or an archline .npz recording.")
+        ],
+        windows: Annotated[
+            Path | None,
+            typer.Option(
+                "--windows",
+                "-w",
+                help="CSV with name,start_s,end_s on the trace's clock (default for .npz: its regions).",
+            ),
+        ] = None,
+        sensor: Annotated[
+            str, typer.Option("--sensor", help="Sensor model: auto, lagged, averaging or part-time.")
+        ] = "auto",
+        capacitance: Annotated[
+            float | None, typer.Option("--capacitance", help="Lag constant C in s (lagged sensors).")
+        ] = None,
+        profile: Annotated[
+            Path | None, typer.Option("--profile", help="Sensor profile JSON from 'archline sensor fit'.")
+        ] = None,
+        source: Annotated[
+            str | None, typer.Option("--source", help="Source in an .npz recording (default nvml.buffer).")
+        ] = None,
+        max_rel: Annotated[
+            float, typer.Option("--max-rel-uncertainty", help="Above this 1σ/energy a window is unresolvable.")
+        ] = 0.2,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    ) -> None:
+        """Energy of each window with a 1σ uncertainty, after correcting for the sensor's behaviour."""
+        from archline.measure.windows import window_energies
+        from archline.sensors.trace import check_windows, read_windows_csv
+
+        if max_rel <= 0:
+            raise InputError("--max-rel-uncertainty must be positive")
+        r, regions = load_trace(trace, source)
+        if windows is not None:
+            wins = read_windows_csv(windows)
+            where: Path = windows
+        elif regions:
+            wins, where = regions, trace
+        else:
+            raise InputError("--windows is required for a CSV trace")
+        check_windows(wins, float(r.t_s[0]), float(r.t_s[-1]), where)
+        model = resolve_model(r, sensor, capacitance, profile, source)
+        res = window_energies(r, model, wins, max_rel_uncertainty=max_rel)
+        keys = (
+            "name",
+            "start_s",
+            "end_s",
+            "duration_s",
+            "energy_j",
+            "energy_uncertainty_j",
+            "mean_power_w",
+            "resolvable",
+        )
+        rows = [{k: w.to_json()[k] for k in keys} for w in res]
+        sensor_json = {"source": r.source, **model.to_json(), **_levels(r, model, wins)}
+        if as_json:
+            print_json({"sensor": sensor_json, "windows": rows})
+            return
+        table, foot = _table(model, rows, [w.note for w in res], float(r.t_s[0]))
+        console.print(table)
+        for f in foot:
+            console.print(f, markup=False)
+        for n in model.notes:
+            console.print(f"[dim]note: {n}[/]")

@@ -1,0 +1,345 @@
+"""The sensor model (kind, period, window, lag, delay) and its automatic choice from a trace."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, get_args
+
+import numpy as np
+from numpy.typing import NDArray
+
+from archline.errors import SensorError, UnknownNameError
+from archline.measure.clean import (
+    blocks,
+    drop_repeats,
+    estimate_noise_w,
+    estimate_quantum_w,
+    find_displaced,
+    update_period,
+)
+from archline.measure.lagged import fit_lag_step
+from archline.measure.response import kernel_support_s
+from archline.sensors.base import Readings
+from archline.sensors.simulated import SensorKind
+
+__all__ = ["SENSOR_KINDS", "EdgeStats", "SensorModel", "classify", "edge_stats", "infer_model", "parse_kind"]
+
+F64 = NDArray[np.float64]
+SENSOR_KINDS: tuple[str, ...] = get_args(SensorKind)
+
+#: A reading whose lag tail decays to 10 % of its weight spans this many time constants.
+_TENTH = math.log(10.0)
+
+
+def parse_kind(kind: str) -> SensorKind:
+    """Validate a sensor kind name (``lagged``, ``averaging``, ``part-time``)."""
+    k = kind.strip().lower().replace("_", "-")
+    if k == "parttime":
+        k = "part-time"
+    if k not in SENSOR_KINDS:
+        raise UnknownNameError(f"unknown sensor kind {kind!r} (expected one of: {', '.join(SENSOR_KINDS)})")
+    return k  # type: ignore[return-value]
+
+
+def classify(period_s: float, window_s: float | None, lag_s: float) -> tuple[SensorKind, float]:
+    """The kind of a sensor with this response, and its coverage.
+
+    Coverage is the fraction of each update period that a reading responds to by at least
+    10 % of its peak weight: the window plus ln(10)·C of lag tail (capped at 1). Below 0.6
+    the sensor is part-time; otherwise it is lagged when the lag dominates the window (and
+    is at least a quarter period), else averaging.
+    """
+    w = period_s if window_s is None else window_s
+    coverage = min(1.0, (w + _TENTH * lag_s) / period_s) if period_s > 0 else 1.0
+    if coverage < 0.6:
+        return "part-time", coverage
+    if lag_s > w and lag_s >= 0.25 * period_s:
+        return "lagged", coverage
+    return "averaging", coverage
+
+
+@dataclass(frozen=True)
+class SensorModel:
+    """How one sensor channel turns true power into readings; all times in s, powers in W.
+
+    Reading ``k`` stamped ``t_k`` is the mean of the true power, after a first-order lag
+    ``lag_s`` (Burtscher's C), over ``(t_k − delay_s − W, t_k − delay_s]``, where ``W`` is
+    ``window_s`` or, when None, the interval since the previous reading. ``undisplace``
+    moves readings stamped off their regular grid back onto it first. ``edge_sigma_s`` is the
+    timing uncertainty of one window edge as seen through this sensor (from a calibration, or
+    the timestamp jitter); ``noise_w`` the reading noise (None: estimated from the data).
+    ``identified`` is False when the data could not show the kind and it was assumed; windows
+    shorter than two update periods are then never reported as resolved.
+    """
+
+    kind: SensorKind
+    period_s: float
+    window_s: float | None = None
+    lag_s: float = 0.0
+    delay_s: float = 0.0
+    period_jitter_s: float = 0.0
+    undisplace: bool = False
+    noise_w: float | None = None
+    lag_sigma_s: float = 0.0
+    delay_sigma_s: float = 0.0
+    window_sigma_s: float = 0.0
+    edge_sigma_s: float | None = None
+    identified: bool = True
+    origin: str = "auto"
+    notes: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def coverage(self) -> float:
+        return classify(self.period_s, self.window_s, self.lag_s)[1]
+
+    @property
+    def correct_lag(self) -> bool:
+        """Whether Burtscher's correction is applied before attribution.
+
+        Only when the lag is at least one update period: for a shorter lag the symmetric
+        difference over two periods is a poor derivative, and the response model already
+        accounts for the lag exactly.
+        """
+        return self.kind == "lagged" and self.lag_s >= self.period_s
+
+    @property
+    def mixing_s(self) -> float:
+        """Span (s) over which one reading mixes the power of neighbouring times by more than
+        1 % (after Burtscher's correction, when it is applied)."""
+        w = self.period_s if self.window_s is None else self.window_s
+        if self.lag_s <= 0:
+            return max(self.delay_s, 0.0) + w
+        if self.correct_lag:
+            x = self.period_s / self.lag_s
+            resid = abs(1.0 - math.sinh(x) / x)
+            tail = self.lag_s * max(math.log(resid / 0.01), 0.0) if resid > 0 else 0.0
+        else:
+            tail = self.lag_s * math.log(100.0)
+        return max(self.delay_s, 0.0) + w + tail
+
+    @property
+    def support_s(self) -> float:
+        """How far back from its stamp a reading responds to the true power."""
+        w = self.period_s + 3 * self.period_jitter_s if self.window_s is None else self.window_s
+        return kernel_support_s(w, self.delay_s, self.lag_s)
+
+    def with_(self, **changes: Any) -> SensorModel:
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "origin": self.origin,
+            "update_period_s": self.period_s,
+            "update_jitter_s": self.period_jitter_s,
+            "lag_constant_s": self.lag_s,
+            "lag_constant_sigma_s": self.lag_sigma_s,
+            "averaging_window_s": self.period_s if self.window_s is None else self.window_s,
+            "window_tiles_timeline": self.window_s is None,
+            "delay_s": self.delay_s,
+            "coverage": self.coverage,
+            "undisplace_timestamps": self.undisplace,
+            "noise_w": self.noise_w,
+            "edge_sigma_s": self.edge_sigma_s,
+            "identified": self.identified,
+            "notes": list(self.notes),
+            **self.extra,
+        }
+
+
+@dataclass(frozen=True)
+class EdgeStats:
+    """Transitions found in a trace: how many readings each took between 5 % and 95 %."""
+
+    n_edges: int
+    transition_readings: tuple[int, ...]
+    lag_estimates_s: tuple[float, ...]
+
+    @property
+    def median_transition(self) -> float:
+        return float(np.median(self.transition_readings)) if self.transition_readings else float("nan")
+
+    @property
+    def intermediate_fraction(self) -> float:
+        """Fraction of edges with at least one reading caught mid-transition."""
+        if not self.transition_readings:
+            return float("nan")
+        return float(np.mean(np.asarray(self.transition_readings) > 0))
+
+
+def edge_stats(t_s: F64, y_w: F64, noise_w: float, *, fit_lag: bool = True, max_edges: int = 400) -> EdgeStats:
+    """Find full transitions between a low and a high level and measure how they look.
+
+    A lagged sensor spends many readings in transit; an averaging sensor catches a step in
+    one reading (in transit with probability ~0.9); a part-time sensor only when the step
+    falls inside its window.
+    """
+    if y_w.size < 8:
+        return EdgeStats(0, (), ())
+    lo, hi = (float(v) for v in np.percentile(blocks(y_w), [5, 95]))
+    if hi - lo < max(10 * noise_w, 0.02 * abs(hi), 1e-9):
+        return EdgeStats(0, (), ())
+    mid = 0.5 * (lo + hi)
+    above = y_w >= mid
+    cross = np.nonzero(above[1:] != above[:-1])[0] + 1
+    trans: list[int] = []
+    lags: list[float] = []
+    bounds = np.concatenate([[0], cross, [y_w.size]])
+    # A long trace has plenty of edges: look at an evenly spread subset of them.
+    pick = (
+        np.unique(np.linspace(0, cross.size - 1, min(cross.size, max_edges)).astype(np.int64)) if cross.size else cross
+    )
+    for j in pick:
+        k = int(cross[j])
+        b0, b2 = int(bounds[j]), int(bounds[j + 2])
+        # The level on each side: from the readings nearest the next edge (at most 50).
+        pre = y_w[max(b0, k - 150) : k]
+        post = y_w[k:b2]
+        if pre.size < 3 or post.size < 3:
+            continue
+        l0 = float(np.median(pre[-min(max(3, pre.size // 3), 50) :]))
+        l1 = float(np.median(post[-min(max(3, post.size // 3), 50) :]))
+        amp = l1 - l0
+        if abs(amp) < 0.5 * (hi - lo):
+            continue
+        # Walk out from the crossing while readings are between 5 % and 95 % of the step.
+        i0 = k
+        while i0 - 1 > b0 and 0.05 < (y_w[i0 - 1] - l0) / amp < 0.95:
+            i0 -= 1
+        i1 = k
+        while i1 < b2 and 0.05 < (y_w[i1] - l0) / amp < 0.95:
+            i1 += 1
+        trans.append(int(i1 - i0))
+        if fit_lag and i1 - i0 >= 4:
+            lag = _edge_lag(t_s, y_w, i0, b2, l0, amp)
+            if lag is not None:
+                lags.append(lag)
+    return EdgeStats(len(trans), tuple(trans), tuple(lags))
+
+
+def _edge_lag(t_s: F64, y_w: F64, i0: int, stop: int, l0: float, amp: float) -> float | None:
+    """Lag constant of one transition, fitted up to its extreme (where the load may have ended).
+
+    Discarded when the fitted span is shorter than one lag constant: a response cut off that
+    early is nearly a straight line, and its curvature cannot pin C down.
+    """
+    seg = y_w[i0:stop] * np.sign(amp)
+    if seg.size < 6:
+        return None
+    end = i0 + int(np.argmax(seg)) + 1
+    if end - i0 < 5:
+        return None
+    try:
+        fit = fit_lag_step(t_s[:end], y_w[:end], float(t_s[i0]), free_start=True)
+    except SensorError:
+        return None
+    if not np.isfinite(fit.lag_s) or t_s[end - 1] - t_s[i0] < fit.lag_s:
+        return None
+    return fit.lag_s
+
+
+def infer_model(
+    readings: Readings,
+    *,
+    kind: str | None = None,
+    capacitance_s: float | None = None,
+) -> SensorModel:
+    """Choose the sensor model from the data alone (no known loads), with optional overrides.
+
+    The update period and its jitter come from the timestamps (after dropping repeats and
+    moving displaced readings back onto their grid); the kind from how transitions look
+    (see :func:`edge_stats`); the lag constant from exponential fits to lagged transitions.
+    ``kind`` and ``capacitance_s`` override what the data says.
+    """
+    if len(readings) < 3:
+        raise SensorError(f"{readings.source}: too few readings ({len(readings)}) to model the sensor")
+    r = drop_repeats(readings)
+    t, y = r.t_s, r.value
+    notes: list[str] = []
+    disp = find_displaced(t)
+    undisplace = False
+    if disp.fraction(t.size) >= 0.05 and disp.typical_shift_s >= 0.25 * disp.period_s:
+        undisplace = True
+        t = t.copy()
+        t[disp.index] += disp.shift_s
+        notes.append(
+            f"{disp.count} readings ({100 * disp.fraction(t.size):.0f} %) stamped "
+            f"{1e3 * disp.typical_shift_s:.1f} ms off the {1e3 * disp.period_s:.1f} ms grid; moved back"
+        )
+    period, jitter = update_period(t)
+    noise = max(estimate_noise_w(y), estimate_quantum_w(y) / math.sqrt(12.0))
+    stats = edge_stats(t, y, noise)
+    lag = 0.0
+    lag_sigma = 0.0
+    window: float | None = None
+    guessed: SensorKind
+    # Without known loads nothing shows where, relative to its stamp, a reading looks (delay,
+    # window alignment, short lags): each edge is charged a uniform position within a period.
+    edge_sigma = max(jitter, period / math.sqrt(12.0))
+    identified = True
+    if stats.n_edges == 0:
+        identified = False
+        guessed = "averaging"
+        # Where within its period a reading looks is unknown: charge half a period per edge.
+        edge_sigma = max(jitter, 0.5 * period)
+        notes.append("no full transitions in the trace: assumed an averaging sensor, edges uncertain by half a period")
+    elif stats.median_transition >= 4:
+        guessed = "lagged"
+        if stats.lag_estimates_s:
+            lag = float(np.median(stats.lag_estimates_s))
+            lag_sigma = float(1.4826 * np.median(np.abs(np.asarray(stats.lag_estimates_s) - lag)))
+            if len(stats.lag_estimates_s) > 1:
+                lag_sigma /= math.sqrt(len(stats.lag_estimates_s) - 1)
+            lag_sigma = max(lag_sigma, 0.01 * lag)
+        notes.append(f"transitions take a median {stats.median_transition:.0f} readings: lagged")
+    elif stats.n_edges >= 8 and stats.intermediate_fraction < 0.5:
+        guessed = "part-time"
+        window = min(0.95, stats.intermediate_fraction / 0.9) * period
+        edge_sigma = max(jitter, (period - window) / math.sqrt(12.0))
+        notes.append(
+            f"only {100 * stats.intermediate_fraction:.0f} % of {stats.n_edges} transitions caught mid-way: "
+            "readings cover part of each period"
+        )
+    else:
+        guessed = "averaging"
+        notes.append(f"{stats.n_edges} transitions completed within one or two readings: averaging")
+    chosen: SensorKind = guessed
+    origin = "auto"
+    if kind is not None and kind != "auto":
+        chosen = parse_kind(kind)
+        origin = "override"
+        if chosen != guessed:
+            notes.append(f"kind overridden: {chosen} (the data suggested {guessed})")
+    if capacitance_s is not None:
+        if capacitance_s < 0:
+            raise SensorError(f"capacitance must be >= 0 s, got {capacitance_s}")
+        lag, lag_sigma = float(capacitance_s), 0.0
+        origin = "override"
+    if chosen == "lagged" and lag <= 0:
+        raise SensorError("lagged sensor without a lag constant: no lagged transition to fit; pass --capacitance")
+    if chosen == "lagged":
+        window = 0.0
+    if chosen != "lagged" and capacitance_s is None:
+        lag = 0.0
+    if chosen == "part-time" and window is None:
+        window = 0.25 * period
+        identified = False
+        notes.append("part-time window not identifiable from the trace alone: assumed 25 % of the period")
+    return SensorModel(
+        kind=chosen,
+        period_s=period,
+        window_s=window,
+        lag_s=lag,
+        delay_s=0.0,
+        period_jitter_s=jitter,
+        undisplace=undisplace,
+        noise_w=noise,
+        lag_sigma_s=lag_sigma,
+        edge_sigma_s=edge_sigma,
+        identified=identified or origin == "override",
+        origin=origin,
+        notes=tuple(notes),
+        extra={"edges": stats.n_edges, "readings": len(readings), "repeats_dropped": len(readings) - len(r)},
+    )

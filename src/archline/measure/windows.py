@@ -1,0 +1,364 @@
+"""Energy of each window with a 1 σ uncertainty, and whether the sensor resolves it at all."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from archline.errors import SensorError
+from archline.measure.clean import drop_repeats, estimate_noise_w, estimate_quantum_w, find_displaced, undisplace
+from archline.measure.deconvolve import _MIN_SEEN, Series, Solution, build_segments, solve_levels
+from archline.measure.integrate import integrate_windows_j
+from archline.measure.recording import Region
+from archline.measure.sensor_model import SensorModel
+from archline.measure.window_groups import clusters, layers, observed
+from archline.sensors.base import Readings
+
+__all__ = ["DEFAULT_MAX_REL_UNCERTAINTY", "DEFAULT_SHAPE_KAPPA", "WindowEnergy", "prepare_series", "window_energies"]
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+#: A window whose 1 σ exceeds this fraction of its energy is reported as not resolvable.
+DEFAULT_MAX_REL_UNCERTAINTY = 0.2
+#: Share of the excess energy in the unobserved part of a window charged as its 1 σ.
+DEFAULT_SHAPE_KAPPA = 0.5
+
+
+@dataclass(frozen=True)
+class WindowEnergy:
+    """The energy (J) of one window, its 1 σ uncertainty (J) and whether the sensor resolves it.
+
+    ``raw_energy_j`` is the plain trapezoid integral of the readings over the window, for
+    comparison. ``observed_fraction`` is the share of the window that some reading responds
+    to; ``readings`` counts those readings. An unresolvable window still carries the best
+    estimate, with an uncertainty that says how little it is worth.
+    """
+
+    name: str
+    start_s: float
+    end_s: float
+    energy_j: float
+    energy_uncertainty_j: float
+    resolvable: bool
+    raw_energy_j: float = float("nan")
+    observed_fraction: float = 1.0
+    readings: int = 0
+    note: str = ""
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+    @property
+    def mean_power_w(self) -> float:
+        return self.energy_j / self.duration_s if self.duration_s > 0 else float("nan")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "duration_s": self.duration_s,
+            "energy_j": self.energy_j,
+            "energy_uncertainty_j": self.energy_uncertainty_j,
+            "mean_power_w": self.mean_power_w,
+            "resolvable": self.resolvable,
+            "raw_energy_j": self.raw_energy_j,
+            "observed_fraction": self.observed_fraction,
+            "readings": self.readings,
+            "note": self.note,
+        }
+
+
+def prepare_series(readings: Readings, model: SensorModel) -> tuple[Series, float]:
+    """Clean the readings for the model (repeats dropped, displaced stamps moved back, equal
+    stamps merged) and return them on relative time with the reading noise (1 σ, W)."""
+    r = drop_repeats(readings)
+    t, y = r.t_s.astype(np.float64), r.value.astype(np.float64)
+    if t.size == 0:
+        raise SensorError(f"{readings.source}: no readings")
+    if not np.all(np.isfinite(t)) or not np.all(np.isfinite(y)):
+        raise SensorError(f"{readings.source}: readings contain NaN or infinity")
+    if np.any(np.diff(t) < 0):
+        order = np.argsort(t, kind="stable")
+        t, y = t[order], y[order]
+    if t.size > 1 and np.any(np.diff(t) == 0):
+        t, inv = np.unique(t, return_inverse=True)
+        y = np.bincount(inv, weights=y) / np.bincount(inv)
+    if model.undisplace:
+        t = undisplace(t, find_displaced(t))
+    t0 = float(t[0])
+    rel = t - t0
+    if model.window_s is None:
+        iv = np.diff(rel)
+        first = float(np.median(iv)) if iv.size else model.period_s
+        win = np.concatenate([[first], iv])
+    else:
+        win = np.full(rel.size, float(model.window_s))
+    if rel.size > 2:
+        wts = np.empty(rel.size)
+        wts[1:-1] = 0.5 * (rel[2:] - rel[:-2])
+        wts[0] = rel[1] - rel[0]
+        wts[-1] = rel[-1] - rel[-2]
+    else:
+        wts = np.full(rel.size, model.period_s)
+    noise = model.noise_w
+    if noise is None:
+        noise = max(estimate_noise_w(y), estimate_quantum_w(y) / math.sqrt(12.0), 1e-6)
+    return Series(t0, rel, y, win, wts), float(noise)
+
+
+def _chunk_s(model: SensorModel) -> float:
+    """Gap chunk length: longer than the span over which a reading mixes a window with the
+    gap next to it, so that the readings further out pin each gap level down."""
+    w = model.period_s if model.window_s is None else model.window_s
+    # Bounded below by a fraction of the raw response's reach: every reading's response is
+    # evaluated on every segment it reaches, and a long lag must not make that count explode.
+    return max(2 * model.period_s, model.mixing_s + model.period_s, 0.5 * w, model.support_s / 40, 0.002)
+
+
+def window_energies(
+    readings: Readings,
+    model: SensorModel,
+    windows: Sequence[Region],
+    *,
+    groups: Sequence[str | None] | None = None,
+    max_rel_uncertainty: float = DEFAULT_MAX_REL_UNCERTAINTY,
+    shape_kappa: float = DEFAULT_SHAPE_KAPPA,
+) -> list[WindowEnergy]:
+    """Energy of every window (J) with its 1 σ, from one power series under ``model``.
+
+    Windows may be shorter than the sensor period and may touch each other; overlapping
+    windows are estimated separately. Windows with the same ``groups`` label are assumed to
+    draw the same power (repetitions of one call) and share one level. Returned in the order
+    given. See docs/measurement.md for the method and the terms of the uncertainty.
+    """
+    if not windows:
+        return []
+    series, noise = prepare_series(readings, model)
+    starts = np.array([w.start_s for w in windows], np.float64) - series.t0_s
+    ends = np.array([w.end_s for w in windows], np.float64) - series.t0_s
+    if np.any(ends <= starts):
+        bad = int(np.nonzero(ends <= starts)[0][0])
+        raise SensorError(f"window {windows[bad].name!r} ends at or before its start")
+    glabels = [str(g) if g is not None else f"\x00{i}" for i, g in enumerate(groups or [None] * len(windows))]
+    chunk = _chunk_s(model)
+    reach = model.support_s + (model.period_s if model.correct_lag else 0.0)
+    out: list[WindowEnergy | None] = [None] * len(windows)
+    for layer in layers(starts, ends):
+        for cl in clusters(layer, starts, ends, glabels, 2 * (3 * chunk + reach)):
+            for i, we in _solve_cluster(
+                cl, windows, starts, ends, glabels, series, noise, model, chunk, reach, max_rel_uncertainty, shape_kappa
+            ):
+                out[i] = we
+    raw = integrate_windows_j(series.t_s, series.y_w, starts, ends)
+    res: list[WindowEnergy] = []
+    for i, got in enumerate(out):
+        assert got is not None
+        we = got
+        res.append(
+            WindowEnergy(
+                we.name,
+                we.start_s,
+                we.end_s,
+                we.energy_j,
+                we.energy_uncertainty_j,
+                we.resolvable,
+                float(raw[i]),
+                we.observed_fraction,
+                we.readings,
+                we.note,
+            )
+        )
+    return res
+
+
+def _solve(
+    series: Series,
+    seg: tuple[F64, F64, I64],
+    n_cols: int,
+    model: SensorModel,
+    noise: float,
+    var_cols: I64,
+    reach: float,
+    *,
+    delay_s: float,
+    lag_s: float,
+    window_s: float | None,
+) -> Solution:
+    s = series
+    if window_s is not None and model.window_s is not None:
+        s = Series(series.t0_s, series.t_s, series.y_w, np.full(series.t_s.size, max(window_s, 0.0)), series.weight_s)
+    return solve_levels(
+        s,
+        seg[0],
+        seg[1],
+        seg[2],
+        n_cols,
+        delay_s=delay_s,
+        lag_s=max(lag_s, 0.0),
+        correct=model.correct_lag,
+        noise_w=noise,
+        var_cols=var_cols,
+        reach_s=reach,
+    )
+
+
+def _solve_cluster(
+    cl: list[int],
+    windows: Sequence[Region],
+    starts: F64,
+    ends: F64,
+    glabels: list[str],
+    series: Series,
+    noise: float,
+    model: SensorModel,
+    chunk: float,
+    reach: float,
+    max_rel: float,
+    kappa: float,
+) -> list[tuple[int, WindowEnergy]]:
+    cl = sorted(cl, key=lambda i: starts[i])
+    gid: dict[str, int] = {}
+    cols = np.array([gid.setdefault(glabels[i], len(gid)) for i in cl], dtype=np.int64)
+    n_groups = len(gid)
+    seg_a, seg_b, seg_c = build_segments(starts[cl], ends[cl], cols, chunk)
+    n_cols = int(seg_c.max()) + 1
+    group_cols = np.arange(n_groups, dtype=np.int64)
+    kw: dict[str, float | None] = {"delay_s": model.delay_s, "lag_s": model.lag_s, "window_s": model.window_s}
+
+    def run(cols_of_seg: I64, var_cols: I64, p: dict[str, float | None]) -> Solution:
+        return _solve(
+            series,
+            (seg_a, seg_b, cols_of_seg),
+            n_cols,
+            model,
+            noise,
+            var_cols,
+            reach,
+            delay_s=float(p["delay_s"] or 0.0),
+            lag_s=float(p["lag_s"] or 0.0),
+            window_s=p["window_s"],
+        )
+
+    sol = run(seg_c, group_cols, kw)
+    # A window the readings barely see cannot be told from the gap around it: fold it into
+    # the gap before it, so it cannot distort its neighbours, and report it unresolved.
+    length = np.bincount(seg_c, weights=np.minimum(seg_b, 1e8) - np.maximum(seg_a, -1e8), minlength=n_cols)
+    weak = np.zeros(n_groups, bool)
+    for g in range(n_groups):
+        weak[g] = (
+            (not sol.identifiable[g]) or sol.seen_s[g] < _MIN_SEEN * length[g] or sol.info_s[g] < _MIN_SEEN * length[g]
+        )
+    if weak.any():
+        seg_c = seg_c.copy()
+        for k in range(seg_c.size):
+            if seg_c[k] < n_groups and weak[seg_c[k]]:
+                j = k - 1
+                while j > 0 and seg_c[j] < n_groups and weak[seg_c[j]]:
+                    j -= 1
+                seg_c[k] = seg_c[j]
+        sol = run(seg_c, group_cols, kw)
+    # Parameter uncertainty: re-solve with each fitted parameter moved by its 1 σ. The edge
+    # timing error moved coherently shows how much a badly conditioned cluster amplifies it.
+    edge_sigma = model.edge_sigma_s if model.edge_sigma_s is not None else model.period_jitter_s
+    dparam = np.zeros(n_cols)
+    perturb = (
+        ("delay_s", model.delay_sigma_s),
+        ("lag_s", model.lag_sigma_s),
+        ("window_s", model.window_sigma_s),
+        ("delay_s", edge_sigma),
+    )
+    for key, sig in perturb:
+        if sig > 0 and kw[key] is not None:
+            kw2 = dict(kw)
+            kw2[key] = float(kw[key] or 0.0) + sig
+            alt = run(seg_c, np.empty(0, np.int64), kw2)
+            dparam += np.nan_to_num(alt.levels_w - sol.levels_w) ** 2
+    col_of = {w: int(c) for w, c in zip(cl, cols, strict=True)}
+    # Segments are contiguous and each window is one of them, so its start finds it.
+    pos_of = {w: int(k) for w, k in zip(cl, np.searchsorted(seg_a, starts[cl]), strict=True)}
+    # Per-window edge and shape terms (W·s), combined per tied group.
+    edge2 = np.zeros(n_groups)
+    shape2 = np.zeros(n_groups)
+    dur = np.zeros(n_groups)
+    info: dict[int, tuple[float, int, float]] = {}
+    for w in cl:
+        g = col_of[w]
+        k = pos_of[w]
+        lev = sol.levels_w[seg_c[k]]
+        left = sol.levels_w[seg_c[k - 1]] if k > 0 else lev
+        right = sol.levels_w[seg_c[k + 1]] if k + 1 < seg_c.size else lev
+        d = ends[w] - starts[w]
+        edge2[g] += (edge_sigma**2) * ((lev - left) ** 2 + (lev - right) ** 2)
+        obs, n_read = observed(series, model, starts[w], ends[w])
+        base = 0.5 * (left + right)
+        shape2[g] += ((1 - obs) * kappa * abs(lev - base) * d) ** 2 / max(n_read, 1)
+        dur[g] += d
+        info[w] = (obs, n_read, base)
+    # Short windows packed close together alias with the sampling (a train at the sensor's own
+    # period is seen at one phase only): trust them only as a tied group, never one by one.
+    guard = model.mixing_s + model.period_s
+    tied = np.bincount(cols, minlength=n_groups) > 1
+    crowded = {
+        w: bool(
+            ends[w] - starts[w] < 2 * model.period_s
+            and not tied[col_of[w]]
+            and any(o != w and starts[o] < ends[w] + guard and ends[o] > starts[w] - guard for o in cl)
+        )
+        for w in cl
+    }
+    res: list[tuple[int, WindowEnergy]] = []
+    for w in cl:
+        g = col_of[w]
+        k = pos_of[w]
+        d = ends[w] - starts[w]
+        lev = float(sol.levels_w[seg_c[k]])
+        seen = not weak[g]
+        var_level = sol.variance_w2[g] if seen else np.inf
+        sig_level2 = var_level + dparam[g] + (edge2[g] + shape2[g]) / dur[g] ** 2
+        obs, n_read, base = info[w]
+        energy = lev * d
+        if not seen or not np.isfinite(sig_level2):
+            # Nothing says what the window drew: it may have been anywhere in the trace's range.
+            lo, hi = series.range_w
+            span = max(hi - lev, lev - lo) if np.isfinite(lev) else hi - lo
+            sigma = float(max(span, noise) * d)
+            note = "not seen by the sensor: the estimate is the power around the window"
+            ok = False
+        else:
+            sigma = float(math.sqrt(max(sig_level2, 0.0)) * d)
+            ok = bool(sigma <= max_rel * abs(energy))
+            note = "" if ok else f"uncertainty above {100 * max_rel:.0f} % of the energy"
+            if ok and not model.identified and d < 2 * model.period_s:
+                ok = False
+                note = "sensor model assumed, not identified from the data: too short to trust"
+            if ok and crowded[w]:
+                ok = False
+                note = "shorter than two sensor periods and crowded by other windows: aliases with the sampling"
+            if ok and model.coverage < 1.0 and d < model.period_s and not tied[g]:
+                ok = False
+                note = "part-time sensor: a window shorter than its period hinges on one reading; repeat it"
+        res.append(
+            (
+                w,
+                WindowEnergy(
+                    windows[w].name,
+                    windows[w].start_s,
+                    windows[w].end_s,
+                    float(energy),
+                    sigma,
+                    ok,
+                    observed_fraction=obs,
+                    readings=n_read,
+                    note=note,
+                ),
+            )
+        )
+    return res

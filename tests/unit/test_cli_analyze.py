@@ -1,0 +1,148 @@
+"""``archline analyze`` and ``archline sensor fit`` through the CLI: JSON shape, tables, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from archline.cli.app import app
+from archline.cli.sensor import sensor_app
+from archline.measure.recording import Recording
+from archline.sensors.simulated import SimulatedSensor, simulate_power
+from archline.sensors.trace import save_recording, write_trace_csv, write_windows_csv
+from tests.helpers.signals import Scenario, calibration_loads, kernels
+
+runner = CliRunner()
+WINDOW_KEYS = {
+    "name",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "energy_j",
+    "energy_uncertainty_j",
+    "mean_power_w",
+    "resolvable",
+}
+
+
+def _files(tmp_path: Path, sc: Scenario, sensor: SimulatedSensor) -> tuple[Path, Path]:
+    trace, wins = tmp_path / "trace.csv", tmp_path / "windows.csv"
+    write_trace_csv(trace, simulate_power(sc.signal, sensor, seed=1))
+    write_windows_csv(wins, sc.windows)
+    return trace, wins
+
+
+def _fails_cleanly(args: list[str], what: str) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code != 0
+    assert "Traceback" not in res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("archline: error:")
+    assert what in res.output
+
+
+def test_analyze_json_shape_and_values(tmp_path: Path) -> None:
+    sc = kernels([(0.0, 1.0), (2.0, 0.6)], busy_w=[300.0, 250.0])
+    trace, wins = _files(tmp_path, sc, SimulatedSensor.averaging(0.02, noise_w=0.3))
+    res = runner.invoke(app, ["analyze", str(trace), "--windows", str(wins), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert set(out) == {"sensor", "windows"}
+    assert out["sensor"]["kind"] == "averaging"
+    assert out["sensor"]["update_period_s"] == pytest.approx(0.02, rel=0.01)
+    assert [set(w) for w in out["windows"]] == [WINDOW_KEYS, WINDOW_KEYS]
+    got = np.array([w["energy_j"] for w in out["windows"]])
+    assert np.allclose(got, sc.true_energy_j, rtol=0.02)
+    assert all(w["resolvable"] for w in out["windows"])
+
+
+def test_analyze_table_and_overrides(tmp_path: Path) -> None:
+    sc = kernels([(0.0, 2.0)], trail_s=6.0)
+    trace, wins = _files(tmp_path, sc, SimulatedSensor.k20())
+    res = runner.invoke(
+        app, ["analyze", str(trace), "--windows", str(wins), "--sensor", "lagged", "--capacitance", "0.84"]
+    )
+    assert res.exit_code == 0, res.output
+    assert "lagged" in res.output and "k0" in res.output
+    res = runner.invoke(
+        app, ["analyze", str(trace), "--windows", str(wins), "--sensor", "lagged", "--capacitance", "0.84", "--json"]
+    )
+    out = json.loads(res.stdout)
+    assert out["sensor"]["lag_constant_s"] == 0.84
+    assert out["windows"][0]["energy_j"] == pytest.approx(sc.true_energy_j[0], rel=0.01)
+
+
+def test_analyze_a_recording_uses_its_regions(tmp_path: Path) -> None:
+    sc = kernels([(0.0, 1.0)])
+    rec = Recording({"nvml.buffer": simulate_power(sc.signal, SimulatedSensor.averaging(0.02))}, regions=sc.windows)
+    save_recording(tmp_path / "r.npz", rec)
+    res = runner.invoke(app, ["analyze", str(tmp_path / "r.npz"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["windows"][0]["name"] == "k0"
+
+
+def test_sensor_fit_reports_the_model_and_saves_a_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cal = calibration_loads()
+    trace, wins = _files(tmp_path, cal, SimulatedSensor.part_time(0.1, 0.025, noise_w=0.3))
+    res = runner.invoke(
+        app, ["sensor", "fit", str(trace), "--windows", str(wins), "--json", "--save", "--gpu-uuid", "GPU-t"]
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["kind"] == "part-time"
+    assert out["averaging_window_s"] == pytest.approx(0.025, abs=0.002)
+    assert out["update_period_s"] == pytest.approx(0.1, rel=0.01)
+    for k in ("lag_constant_s", "idle_w", "active_idle_w"):
+        assert k in out
+    saved = Path(out["saved_to"])
+    assert saved == tmp_path / "cache" / "archline" / "sensors" / "GPU-t.json"
+    # The saved profile drives a later analysis.
+    res = runner.invoke(app, ["analyze", str(trace), "--windows", str(wins), "--profile", str(saved), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["sensor"]["origin"] == "profile"
+    table = runner.invoke(app, ["sensor", "fit", str(trace), "--windows", str(wins)])
+    assert table.exit_code == 0 and "update period" in table.output
+
+
+def test_sensor_group_is_exposed_for_more_commands() -> None:
+    assert isinstance(sensor_app, typer.Typer)
+    assert any(c.name == "fit" for c in sensor_app.registered_commands)
+
+
+@pytest.mark.parametrize(
+    ("trace_text", "windows_text", "what"),
+    [
+        (None, "name,start_s,end_s\na,0,1\n", "file not found"),
+        ("", "name,start_s,end_s\na,0,1\n", "empty"),
+        ("time_s,power_w\n0,1\n2,1\n1,1\n", "name,start_s,end_s\na,0,1\n", "backwards"),
+        ("time_s,power_w\n0,1\n1,x\n2,1\n", "name,start_s,end_s\na,0,1\n", "not a number"),
+        ("time_s,power_w\n0,1\n1,1\n2,1\n", "name,start_s,end_s\na,1,5\n", "outside the trace"),
+        ("time_s,power_w\n0,1\n1,1\n2,1\n", "name,start_s,end_s\na,1,1\n", "ends at or before"),
+    ],
+)
+def test_bad_input_gives_one_line_and_nonzero_exit(
+    tmp_path: Path, trace_text: str | None, windows_text: str, what: str
+) -> None:
+    trace = tmp_path / "t.csv"
+    if trace_text is not None:
+        trace.write_text(trace_text)
+    wins = tmp_path / "w.csv"
+    wins.write_text(windows_text)
+    _fails_cleanly(["analyze", str(trace), "--windows", str(wins)], what)
+    _fails_cleanly(["sensor", "fit", str(trace), "--windows", str(wins)], what)
+
+
+def test_bad_options_fail_cleanly(tmp_path: Path) -> None:
+    sc = kernels([(0.0, 1.0)])
+    trace, wins = _files(tmp_path, sc, SimulatedSensor.averaging(0.02))
+    _fails_cleanly(["analyze", str(trace), "--windows", str(wins), "--sensor", "magic"], "unknown sensor kind")
+    _fails_cleanly(["analyze", str(trace)], "--windows is required")
+    bad_profile = tmp_path / "p.json"
+    bad_profile.write_text("{")
+    _fails_cleanly(["analyze", str(trace), "--windows", str(wins), "--profile", str(bad_profile)], "not a JSON file")
