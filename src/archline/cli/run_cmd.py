@@ -1,9 +1,289 @@
-"""CLI: `archline run` (not yet implemented)."""
+"""CLI: ``archline run -- CMD ARGS``: run a program and attribute its GPU energy to its kernels."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich import box
+from rich.table import Table
+
+from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.errors import CUPTIUnavailableError, InputError
+from archline.measure.activity import short_name
+from archline.measure.attribute_api import Attribution, Backend, nvml_backend
+from archline.measure.attribution_result import AttributionResult, KernelRow
+from archline.measure.program import ProgramSpec, classify_command, run_binary, run_python
+
+__all__ = ["backend_factory", "register", "render_table", "run_program"]
+
+#: Where sensors and the tracer come from; tests replace it with fakes.
+backend_factory: Callable[[], Backend] = nvml_backend
+
+
+def _default_out() -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("archline-runs") / f"run-{stamp}"
+
+
+def _select_gpu(gpu: int, env: dict[str, str], notes: list[str]) -> None:
+    if "CUDA_VISIBLE_DEVICES" in env:
+        notes.append(
+            f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} was already set; the program must run on "
+            f"GPU {gpu} (NVML index) for its energy to be measured"
+        )
+        return
+    # NVML numbers GPUs in PCI bus order; make CUDA agree, then show the program only that GPU.
+    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+
+
+def run_program(
+    cmd: Sequence[str],
+    *,
+    gpu: int = 0,
+    out: Path | None = None,
+    force: bool = False,
+    trace: bool = True,
+    quiet_stdout: bool = False,
+    backend: Backend | None = None,
+) -> tuple[Attribution, int, str | None]:
+    """Run ``cmd`` under an :class:`Attribution` writing into ``out``; return it, the exit status, and
+    the program's failure (a line) if it raised."""
+    spec = classify_command(cmd)
+    out = out or _default_out()
+    notes: list[str] = []
+    env = dict(os.environ)
+    _select_gpu(gpu, env, notes)
+    backend = backend or backend_factory()
+    if spec.in_process:
+        for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
+            if k in env:
+                os.environ[k] = env[k]
+        return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes)
+    return _run_child(spec, gpu, out, force, trace, quiet_stdout, backend, env, notes)
+
+
+def _run_in_process(
+    spec: ProgramSpec,
+    gpu: int,
+    out: Path,
+    force: bool,
+    trace: bool,
+    quiet_stdout: bool,
+    backend: Backend,
+    notes: list[str],
+) -> tuple[Attribution, int, str | None]:
+    a = Attribution(gpu, out=out, force=force, trace=trace, backend=backend, command=spec.argv, kind="run")
+    a.notes.extend(notes)
+    redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
+    with a, redirect:
+        code, failure = run_python(spec)
+    return a, code, failure
+
+
+def _run_child(
+    spec: ProgramSpec,
+    gpu: int,
+    out: Path,
+    force: bool,
+    trace: bool,
+    quiet_stdout: bool,
+    backend: Backend,
+    env: dict[str, str],
+    notes: list[str],
+) -> tuple[Attribution, int, str | None]:
+    from archline.gpu.cupti_inject import build_injection, injection_env, read_injection_output
+
+    lib: Path | None = None
+    reason = "kernel tracing was turned off (--no-kernels)"
+    if trace:
+        try:
+            lib = build_injection()
+        except CUPTIUnavailableError as exc:
+            reason = f"the CUPTI injection library is unavailable ({exc})"
+    a = Attribution(gpu, out=out, force=force, trace=False, backend=backend, command=spec.argv, kind="run")
+    a.notes.extend(notes)
+    with a:
+        cupti_dir = out / "raw" / "cupti"
+        if lib is not None:
+            cupti_dir.mkdir(parents=True, exist_ok=True)
+            env.update(injection_env(lib, cupti_dir))
+        code = run_binary(spec, env, stdout_to_stderr=quiet_stdout)
+        if lib is not None:
+            traced = read_injection_output(cupti_dir)
+            if traced.dropped:
+                a.notes.append(f"CUPTI dropped {traced.dropped} activity records (its buffers overflowed)")
+            if traced.records:
+                clock = traced.clocks[0].to_json() if traced.clocks else None
+                a.add_activities(traced.records, clock)
+            else:
+                why = "; ".join(traced.errors) if traced.errors else "the program launched no kernels CUPTI could see"
+                a.whole_program_only(why)
+        else:
+            a.whole_program_only(reason)
+    if code < 0:
+        code = 128 - code
+    return a, code, None
+
+
+def _energy_unit(j: float) -> tuple[float, str]:
+    a = abs(j)
+    if a >= 1 or a == 0 or not math.isfinite(a):
+        return 1.0, "J"
+    if a >= 1e-3:
+        return 1e-3, "mJ"
+    return 1e-6, "µJ"
+
+
+def _fmt_e(j: float, half_j: float | None = None) -> str:
+    """An energy with a unit chosen for its size, and optionally its ± half-width in the same unit."""
+    if not math.isfinite(j):
+        return "—"
+    scale, unit = _energy_unit(j)
+    if half_j is None or not math.isfinite(half_j):
+        return f"{j / scale:.3g} {unit}"
+    return f"{j / scale:.3g} ± {_plain(half_j / scale)} {unit}"
+
+
+def _plain(x: float) -> str:
+    """Two significant figures without an exponent."""
+    a = abs(x)
+    if a >= 100:
+        return f"{x:.0f}"
+    if a >= 10:
+        return f"{x:.0f}" if a >= 20 else f"{x:.1f}".rstrip("0").rstrip(".")
+    return f"{x:.2g}"
+
+
+def _fmt_t(s: float) -> str:
+    if not math.isfinite(s):
+        return "—"
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s * 1e6:.3g} µs"
+
+
+_METHOD_SHORT = {"regression": "fit", "integrated": "int", "mixed": "f+i", "residual": "rest"}
+
+
+def render_table(result: AttributionResult, *, top: int = 20) -> Table:
+    """The result as a Rich table: the ``top`` kernels by energy, the rest summed, then unattributed rows.
+
+    Methods: ``fit`` (regression across the energy counter's windows), ``integral`` (power
+    integrated over each call), ``rest`` (what the fit leaves unexplained); ``?`` marks a row the
+    data cannot separate from others.
+    """
+    conf = round(100 * result.confidence)
+    t = Table(
+        title=f"GPU energy by kernel: {_fmt_e(result.total_energy_j)} in total",
+        caption=f"±: half-width of the {conf} % interval. how: fit = regression over the counter's windows, "
+        "int = power integrated over each call, rest = not explained by the fit; ? = not identifiable",
+        box=box.SIMPLE_HEAD,
+        show_lines=False,
+    )
+    t.add_column("kernel", overflow="fold", min_width=12, ratio=3)
+    t.add_column("calls", justify="right")
+    t.add_column("time", justify="right")
+    t.add_column("mean", justify="right")
+    t.add_column("energy", justify="right", no_wrap=True)
+    t.add_column("share", justify="right")
+    t.add_column("power", justify="right")
+    t.add_column("how", no_wrap=True)
+    kernels = list(result.kernels)
+    shown, rest = kernels[:top], kernels[top:]
+
+    def add(r: KernelRow, name: str, style: str | None = None) -> None:
+        half = 0.5 * (r.energy_hi_j - r.energy_lo_j) if r.kind != "residual" else None
+        energy = _fmt_e(r.energy_j, half)
+        t.add_row(
+            name.replace("[", r"\["),
+            str(r.calls) if r.calls else "",
+            _fmt_t(r.time_s) if r.time_s else "",
+            _fmt_t(r.mean_time_s) if r.calls and r.time_s else "",
+            energy,
+            f"{100 * r.share:.1f}%",
+            f"{r.mean_power_w:.0f} W" if math.isfinite(r.mean_power_w) else "",
+            _METHOD_SHORT.get(r.method, r.method) + ("" if r.identifiable else " ?"),
+            style=style,
+        )
+
+    for r in shown:
+        add(r, short_name(r.name, 80))
+    if rest:
+        e = sum(r.energy_j for r in rest)
+        t.add_row(
+            f"… {len(rest)} more kernels", str(sum(r.calls for r in rest)), _fmt_t(sum(r.time_s for r in rest)),
+            "", _fmt_e(e), f"{100 * e / result.total_energy_j:.1f}%", "", "", style="dim",
+        )  # fmt: skip
+    t.add_section()
+    for r in result.unattributed:
+        add(r, r.name, style="dim")
+    return t
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to app."""
+
+    @app.command(
+        "run",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "allow_interspersed_args": False},
+    )
+    @handle_errors
+    def run(
+        command: Annotated[list[str], typer.Argument(metavar="-- COMMAND [ARGS]...", help="The program to run.")],
+        gpu: Annotated[
+            int, typer.Option("--gpu", "-g", help="GPU to measure (NVML index); the program sees only it.")
+        ] = 0,
+        out: Annotated[
+            Path | None, typer.Option("--out", "-o", help="Run directory (default archline-runs/run-<time>).")
+        ] = None,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
+        no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Whole-program energy only (no CUPTI).")] = False,
+        top: Annotated[int, typer.Option("--top", help="Kernels shown on the terminal (the CSV has all).")] = 20,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print the result as JSON (the program's stdout goes to stderr).")
+        ] = False,
+    ) -> None:
+        """Run a program and attribute the GPU's energy to each of its kernels.
+
+        Python programs (a .py file, python script.py, python -m module) run inside this
+        interpreter so CUPTI sees their kernels; other programs run as a child with archline's
+        CUPTI injection library. The program's exit status is passed through.
+        """
+        if top < 0:
+            raise InputError(f"--top must be ≥ 0 (got {top})")
+        a, code, failure = run_program(
+            command, gpu=gpu, out=out, force=force, trace=not no_kernels, quiet_stdout=as_json
+        )
+        result = a.result
+        run_dir = a.run_dir.path if a.run_dir is not None else None
+        if as_json:
+            payload: dict[str, Any] = {
+                "run_dir": str(run_dir) if run_dir else None,
+                "exit_code": code,
+                "status": a.status,
+                "notes": list(a.notes),
+                "result": result.to_json() if result is not None else None,
+            }
+            print_json(payload)
+        elif result is not None:
+            console.print(render_table(result, top=top))
+            if result.whole_program_only:
+                console.print("[yellow]whole-program energy only: no per-kernel rows[/] (see notes)")
+            for n in (*a.notes, *result.notes):
+                console.print(f"[dim]note:[/] {n}", markup=True, highlight=False)
+            console.print(f"run directory: {run_dir}")
+        if code != 0:
+            what = f" ({failure})" if failure else ""
+            err_console.print(f"[bold red]archline: error:[/] the program exited with status {code}{what}")
+            raise typer.Exit(code)

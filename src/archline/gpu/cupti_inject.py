@@ -1,0 +1,223 @@
+"""Trace any CUDA binary: build archline's CUPTI injection library and read what it recorded."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from archline.errors import CUPTIUnavailableError, TraceError
+from archline.gpu.cupti_trace import ClockMap, ClockPair, RawActivity, to_records
+from archline.measure.activity import ActivityRecord, memcpy_name
+
+__all__ = [
+    "INJECTION_SOURCE",
+    "CuptiPaths",
+    "InjectionTrace",
+    "build_injection",
+    "find_cupti",
+    "injection_env",
+    "read_injection_output",
+]
+
+INJECTION_SOURCE = Path(__file__).with_name("cupti_inject.c")
+_LIB_NAMES = ("libcupti.so.13", "libcupti.so.12", "libcupti.so")
+
+
+@dataclass(frozen=True)
+class CuptiPaths:
+    """Where CUPTI's headers and library and CUDA's ``cuda.h`` are."""
+
+    include_dir: Path
+    lib_path: Path
+    cuda_include_dir: Path
+
+
+def _site_dirs() -> list[Path]:
+    out = []
+    for p in sys.path:
+        d = Path(p) / "nvidia"
+        if d.is_dir():
+            out.append(d)
+    return out
+
+
+def _candidates() -> list[tuple[Path, Path]]:
+    """(include dir, lib dir) pairs where a CUPTI install may live, most specific first."""
+    pairs: list[tuple[Path, Path]] = []
+    inc, lib = os.environ.get("ARCHLINE_CUPTI_INCLUDE"), os.environ.get("ARCHLINE_CUPTI_LIB")
+    if inc and lib:
+        pairs.append((Path(inc), Path(lib)))
+    for nv in _site_dirs():
+        # nvidia-cuda-cupti wheels: nvidia/cu13/{include,lib} (CUDA 13), nvidia/cuda_cupti/{include,lib} (12).
+        pairs += [
+            (nv / "cu13" / "include", nv / "cu13" / "lib"),
+            (nv / "cuda_cupti" / "include", nv / "cuda_cupti" / "lib"),
+        ]
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            h = Path(home)
+            pairs += [
+                (h / "extras" / "CUPTI" / "include", h / "extras" / "CUPTI" / "lib64"),
+                (h / "include", h / "lib64"),
+            ]
+    return pairs
+
+
+def _cuda_include_dirs() -> list[Path]:
+    dirs = [Path(p) / "include" for p in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if p]
+    dirs.append(Path("/usr/local/cuda/include"))
+    for nv in _site_dirs():
+        dirs += [nv / "cu13" / "include", nv / "cuda_runtime" / "include"]
+    return dirs
+
+
+def find_cupti(
+    candidates: Sequence[tuple[Path, Path]] | None = None, cuda_include_dirs: Sequence[Path] | None = None
+) -> CuptiPaths:
+    """Locate CUPTI's ``cupti.h`` and ``libcupti`` and CUDA's ``cuda.h``.
+
+    Searched by default: ``$ARCHLINE_CUPTI_INCLUDE``/``$ARCHLINE_CUPTI_LIB``, the
+    nvidia-cuda-cupti wheel, ``$CUDA_HOME`` and ``/usr/local/cuda``; ``candidates`` (include
+    dir, lib dir) and ``cuda_include_dirs`` replace those lists.
+    """
+    found: tuple[Path, Path] | None = None
+    for inc, lib in _candidates() if candidates is None else candidates:
+        if not (inc / "cupti.h").is_file():
+            continue
+        for name in _LIB_NAMES:
+            if (lib / name).exists():
+                found = (inc, lib / name)
+                break
+        if found:
+            break
+    if found is None:
+        raise CUPTIUnavailableError(
+            "CUPTI headers and library not found (install nvidia-cuda-cupti or the CUDA toolkit, "
+            "or set ARCHLINE_CUPTI_INCLUDE and ARCHLINE_CUPTI_LIB)"
+        )
+    for d in [found[0], *(_cuda_include_dirs() if cuda_include_dirs is None else cuda_include_dirs)]:
+        if (d / "cuda.h").is_file():
+            return CuptiPaths(found[0], found[1], d)
+    raise CUPTIUnavailableError("cuda.h not found (set CUDA_HOME to a CUDA toolkit) to build the CUPTI injection")
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "archline" / "inject"
+
+
+def build_injection(cache_dir: str | os.PathLike[str] | None = None, *, cc: str | None = None) -> Path:
+    """Compile ``cupti_inject.c`` into a shared library (cached by source and CUPTI paths) and return it."""
+    paths = find_cupti()
+    compiler = cc or os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not compiler:
+        raise CUPTIUnavailableError("no C compiler (cc) to build the CUPTI injection library")
+    src = INJECTION_SOURCE.read_bytes()
+    key = hashlib.sha256(src + str(paths).encode()).hexdigest()[:16]
+    out_dir = Path(cache_dir) if cache_dir is not None else _cache_dir()
+    lib = out_dir / key / "libarchline_cupti_inject.so"
+    if lib.is_file():
+        return lib
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+    libdir = paths.lib_path.parent
+    cmd = [
+        compiler,
+        "-shared",
+        "-fPIC",
+        "-O2",
+        f"-I{paths.include_dir}",
+        f"-I{paths.cuda_include_dir}",
+        str(INJECTION_SOURCE),
+        f"-L{libdir}",
+        f"-l:{paths.lib_path.name}",
+        f"-Wl,-rpath,{libdir}",
+        "-lpthread",
+        "-o",
+        str(tmp),
+    ]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CUPTIUnavailableError(f"cannot run the C compiler {compiler} ({exc})") from None
+    if res.returncode != 0:
+        first = next((ln for ln in res.stderr.splitlines() if "error" in ln), res.stderr.strip()[:200])
+        raise CUPTIUnavailableError(f"building the CUPTI injection library failed: {first}")
+    os.replace(tmp, lib)
+    return lib
+
+
+def injection_env(lib: Path, out_dir: Path) -> dict[str, str]:
+    """Environment variables that make a CUDA program load the library and write into ``out_dir``."""
+    return {"CUDA_INJECTION64_PATH": str(lib), "ARCHLINE_CUPTI_OUT": str(out_dir)}
+
+
+@dataclass
+class InjectionTrace:
+    """What the injection library wrote: records on the common clock, clock maps, drops, errors."""
+
+    records: list[ActivityRecord] = field(default_factory=list)
+    clocks: list[ClockMap] = field(default_factory=list)
+    dropped: int = 0
+    errors: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+
+def _parse_file(path: Path, out: InjectionTrace) -> None:
+    start: list[ClockPair] = []
+    end: list[ClockPair] = []
+    raw: list[RawActivity] = []
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().split("\n")
+    # The last line may be cut short if the program died while writing it.
+    if lines and lines[-1] != "":
+        lines = lines[:-1]
+    for i, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        f = line.split("\t")
+        tag = f[0]
+        try:
+            if tag == "C" and len(f) >= 5:
+                pair = ClockPair(int(f[1]), int(f[2]), int(f[3]))
+                (end if f[4] == "end" else start).append(pair)
+            elif tag in ("K", "M", "S") and len(f) >= 8:
+                s, e, stream, corr, dev, nbytes = (int(x) for x in f[1:7])
+                if tag == "K":
+                    raw.append(("kernel", f[7] or "(unnamed kernel)", s, e, stream, corr, dev, 0))
+                elif tag == "M":
+                    raw.append(("memcpy", memcpy_name(int(f[7] or 0)), s, e, stream, corr, dev, nbytes))
+                else:
+                    raw.append(("memset", "[memset]", s, e, stream, corr, dev, nbytes))
+            elif tag == "D" and len(f) >= 2:
+                out.dropped += int(f[1])
+            elif tag == "E" and len(f) >= 4:
+                out.errors.append(f"{f[1]} failed with {f[3]}")
+            else:
+                raise ValueError(f"unexpected record {line[:40]!r}")
+        except ValueError as exc:
+            raise TraceError(path, f"malformed injection record ({exc})", i) from None
+    if not start:
+        if raw:
+            raise TraceError(path, "records without clock pairs")
+        return
+    clock = ClockMap.from_pairs(start, end)
+    out.clocks.append(clock)
+    out.records.extend(to_records(raw, clock))
+
+
+def read_injection_output(out_dir: str | os.PathLike[str]) -> InjectionTrace:
+    """Read every ``cupti-<pid>.tsv`` in ``out_dir`` (one per CUDA process of the traced program)."""
+    d = Path(out_dir)
+    out = InjectionTrace()
+    for p in sorted(d.glob("cupti-*.tsv")):
+        out.files.append(p)
+        _parse_file(p, out)
+    out.records.sort(key=lambda r: (r.start_s, r.end_s))
+    return out

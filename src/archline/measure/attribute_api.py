@@ -1,0 +1,318 @@
+"""``archline.attribute()``: per-kernel energy of any block of GPU code (CUPTI timeline + NVML sensors)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from archline.errors import ArchlineError
+from archline.measure.activity import ActivityRecord, demangle
+from archline.measure.attribution import AttributionOptions, attribute_energy
+from archline.measure.attribution_io import ChunkWriter, save_raw
+from archline.measure.attribution_result import AttributionResult, KernelTable
+from archline.measure.recording import Recording
+from archline.records import Manifest, RunDir, RunStatus
+from archline.sensors.base import Clock, PowerSource, SystemClock
+
+__all__ = ["SOURCES", "Attribution", "Backend", "Tracer", "attribute", "nvml_backend"]
+
+#: The sensor channels an attribution records.
+SOURCES = ("nvml.buffer", "nvml.energy")
+
+WHOLE_PROGRAM = "[whole program]"
+
+
+class Tracer(Protocol):
+    """What :class:`Attribution` needs from a kernel tracer (:class:`archline.gpu.cupti_trace.KernelTracer`)."""
+
+    records: list[ActivityRecord]
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> list[ActivityRecord]: ...
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where sensors, device facts and the tracer come from (NVML + CUPTI, or fakes in tests)."""
+
+    open_sources: Callable[[int], Sequence[PowerSource]]
+    device_static: Callable[[int], dict[str, Any]]
+    device_state: Callable[[int], dict[str, Any]]
+    make_tracer: Callable[[Callable[[list[Any]], None] | None], Tracer]
+    clock: Clock | None = None
+    #: Sensor time recorded before and after the block: the energy counter updates every
+    #: ~100 ms and the attribution needs several updates on either side.
+    pre_s: float = 0.5
+    post_s: float = 0.5
+
+
+def nvml_backend() -> Backend:
+    """NVML sensors and a CUPTI tracer (imported only when used)."""
+
+    def open_sources(gpu: int) -> Sequence[PowerSource]:
+        from archline.sensors.nvml import open_sources as _open
+
+        return _open(gpu, SOURCES)
+
+    def static(gpu: int) -> dict[str, Any]:
+        from archline.sensors.nvml import device_static
+
+        return device_static(gpu)
+
+    def state(gpu: int) -> dict[str, Any]:
+        from archline.sensors.nvml import device_state
+
+        return device_state(gpu)
+
+    def tracer(on_batch: Callable[[list[Any]], None] | None) -> Tracer:
+        from archline.gpu.cupti_trace import KernelTracer
+
+        return KernelTracer(on_batch=on_batch)
+
+    return Backend(open_sources, static, state, tracer)
+
+
+class Attribution(contextlib.AbstractContextManager["Attribution"]):
+    """Record a block of GPU code and attribute its energy to its kernels.
+
+    >>> with archline.attribute(gpu=0) as a:      # doctest: +SKIP
+    ...     model(batch)
+    >>> print(a.kernels)                          # doctest: +SKIP
+
+    The sensors start ``pre_s`` before the block and stop ``post_s`` after it (the energy
+    counter updates every ~100 ms, so it needs updates on both sides). With ``out`` the raw
+    traces, the tables, the Perfetto trace and the plot go into that run directory; activity
+    batches are saved as they arrive, so a crash keeps what ran before it.
+    ``trace=False`` records no kernels: the block gets whole-program energy only, unless
+    activities are added with :meth:`add_activities` (e.g. from the injection library).
+    """
+
+    def __init__(
+        self,
+        gpu: int = 0,
+        *,
+        out: str | Path | None = None,
+        force: bool = False,
+        pre_s: float | None = None,
+        post_s: float | None = None,
+        trace: bool = True,
+        options: AttributionOptions | None = None,
+        backend: Backend | None = None,
+        command: Sequence[str] | None = None,
+        kind: str = "attribute",
+    ) -> None:
+        self.gpu = gpu
+        self.out = Path(out) if out is not None else None
+        self.force = force
+        self.backend = backend or nvml_backend()
+        self.pre_s = self.backend.pre_s if pre_s is None else pre_s
+        self.post_s = self.backend.post_s if post_s is None else post_s
+        self.trace = trace
+        self.options = options
+        self.command = tuple(command) if command is not None else None
+        self.kind = kind
+        self.clock: Clock = self.backend.clock or SystemClock()
+        self.run_dir: RunDir | None = None
+        self.result: AttributionResult | None = None
+        self.recording: Recording | None = None
+        self.activities: list[ActivityRecord] = []
+        self.program_span: tuple[float, float] | None = None
+        self.notes: list[str] = []
+        self.clock_info: dict[str, Any] | None = None
+        self.status: RunStatus = "running"
+        self._extra: list[ActivityRecord] = []
+        self._whole_reason: str | None = None
+        self._sampler: Any = None
+        self._tracer: Tracer | None = None
+        self._chunks: ChunkWriter | None = None
+        self._t0 = 0.0
+
+    # -- public results
+    @property
+    def kernels(self) -> KernelTable:
+        """The per-kernel rows (after the block)."""
+        return self._need().kernels
+
+    @property
+    def table(self) -> KernelTable:
+        """Every row, kernels first, then idle, gaps and the residual."""
+        return self._need().table
+
+    def _need(self) -> AttributionResult:
+        if self.result is None:
+            raise RuntimeError("the attribution is available after the with-block ends")
+        return self.result
+
+    def add_activities(self, records: Sequence[ActivityRecord], clock_info: dict[str, Any] | None = None) -> None:
+        """Add activities recorded elsewhere (e.g. by the injection library of a child process)."""
+        self._extra.extend(records)
+        if clock_info is not None:
+            self.clock_info = clock_info
+
+    def whole_program_only(self, reason: str) -> None:
+        """Attribute the block as one '[whole program]' row, saying why per-kernel rows are missing."""
+        self._whole_reason = reason
+
+    # -- lifecycle
+    def __enter__(self) -> Attribution:
+        from archline.measure.sampler import Sampler
+
+        sources = self.backend.open_sources(self.gpu)
+        try:
+            if self.out is not None:
+                static, state = self._device_facts()
+                manifest = Manifest.new(self.kind, gpu=static, state_before=state)
+                if self.command is not None:
+                    manifest = manifest.with_(command=self.command)
+                self.run_dir = RunDir.create(self.out, manifest, overwrite=self.force)
+                self._chunks = ChunkWriter(self.run_dir.path / "raw")
+        except BaseException:
+            for src in sources:
+                src.close()
+            raise
+        self._sampler = Sampler(sources, self.clock)
+        self._sampler.start()
+        try:
+            self.clock.sleep(self.pre_s)
+            if self.trace:
+                self._tracer = self.backend.make_tracer(self._chunks)
+                self._tracer.start()
+        except BaseException as exc:
+            self._sampler.close()
+            if self.run_dir is not None:
+                self.status = "failed"
+                self.run_dir.finish("failed", notes=(*self.notes, f"could not start: {exc}"))
+            raise
+        self._t0 = self.clock.now_s()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is KeyboardInterrupt:
+            self.status = "interrupted"
+        elif exc_type is not None:
+            self.status = "failed"
+        try:
+            self._finish()
+        except ArchlineError:
+            if exc_type is None:
+                raise
+            # The block's own exception is the one to report; ours is in the notes.
+
+    def _device_facts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        static: dict[str, Any] = {}
+        state: dict[str, Any] = {}
+        try:
+            static = self.backend.device_static(self.gpu)
+            state = self.backend.device_state(self.gpu)
+        except ArchlineError as exc:
+            self.notes.append(f"device facts unavailable ({exc})")
+        return static, state
+
+    def _finish(self) -> None:
+        records: list[ActivityRecord] = []
+        tracer_error: ArchlineError | None = None
+        try:
+            if self._tracer is not None:
+                records = list(self._tracer.stop())
+                cm = getattr(self._tracer, "clock_map", None)
+                if cm is not None and hasattr(cm, "to_json"):
+                    self.clock_info = cm.to_json()
+                for err in getattr(self._tracer, "batch_errors", []):
+                    self.notes.append(f"saving activity batches failed: {err}")
+        except ArchlineError as exc:
+            tracer_error = exc
+            self.notes.append(f"kernel tracing failed: {exc}")
+        t1 = self.clock.now_s()
+        self.program_span = (self._t0, t1)
+        try:
+            self.clock.sleep(self.post_s)
+        finally:
+            try:
+                self.recording = self._sampler.stop()
+            finally:
+                self._sampler.close()
+        records += self._extra
+        if self._whole_reason is not None or (not self.trace and not records):
+            reason = self._whole_reason or "kernel tracing was off"
+            self.notes.append(f"per-kernel rows unavailable: {reason}; whole-program energy only")
+            records = [ActivityRecord(WHOLE_PROGRAM, self._t0, t1, kind="program")]
+        names = demangle([r.name for r in records if r.kind == "kernel"])
+        records = [replace(r, name=names[r.name]) if r.name in names else r for r in records]
+        self.activities = sorted(records, key=lambda r: (r.start_s, r.end_s))
+        error: ArchlineError | None = tracer_error
+        if error is None:
+            try:
+                self.result = attribute_energy(
+                    self.recording, self.activities, program_span=self.program_span, options=self.options
+                )
+            except ArchlineError as exc:
+                error = exc
+                self.notes.append(f"attribution failed: {exc}")
+        if self.status == "running":
+            self.status = "failed" if error is not None else "complete"
+        self._write()
+        if error is not None:
+            raise error
+
+    def _write(self) -> None:
+        if self.run_dir is None or self.recording is None:
+            return
+        from archline.report.attribution_run import OUTPUT_FILES, write_attribution_outputs
+
+        d = self.run_dir.path
+        save_raw(
+            d,
+            self.recording,
+            self.activities,
+            program_span=self.program_span,
+            clock=self.clock_info,
+            info={"gpu": self.gpu, "status": self.status},
+        )
+        if self._chunks is not None:
+            self._chunks.remove()
+        files = {k: v for k, v in OUTPUT_FILES.items() if k.startswith("raw/")}
+        if self.clock_info is None:
+            files.pop("raw/clock.json", None)
+        if self.result is not None:
+            write_attribution_outputs(d, self.recording, self.activities, self.result, program_span=self.program_span)
+            files.update({k: v for k, v in OUTPUT_FILES.items() if not k.startswith("raw/")})
+        _, state_after = self._device_facts()
+        notes = tuple(self.notes) + (self.result.notes if self.result is not None else ())
+        extra: dict[str, Any] = {"gpu_index": self.gpu}
+        if self.result is not None:
+            extra["total_energy_j"] = self.result.total_energy_j
+            extra["whole_program_only"] = self.result.whole_program_only
+        if self.program_span is not None:
+            extra["program_s"] = self.program_span[1] - self.program_span[0]
+        self.run_dir.finish(self.status, state_after=state_after, files=files, notes=notes, extra=extra)
+
+    def __repr__(self) -> str:
+        e = self.result.total_energy_j if self.result is not None else math.nan
+        return f"Attribution(gpu={self.gpu}, status={self.status!r}, total_energy_j={e:.4g})"
+
+
+def attribute(
+    gpu: int = 0,
+    *,
+    out: str | Path | None = None,
+    force: bool = False,
+    pre_s: float | None = None,
+    post_s: float | None = None,
+    options: AttributionOptions | None = None,
+    backend: Backend | None = None,
+) -> Attribution:
+    """Per-kernel energy of the code in a ``with`` block (see :class:`Attribution`).
+
+    >>> with archline.attribute(gpu=0) as a:      # doctest: +SKIP
+    ...     loss = model(batch).sum(); loss.backward()
+    >>> a.kernels[0].name, a.kernels[0].energy_j   # doctest: +SKIP
+    """
+    return Attribution(gpu, out=out, force=force, pre_s=pre_s, post_s=post_s, options=options, backend=backend)

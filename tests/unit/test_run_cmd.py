@@ -1,0 +1,175 @@
+"""``archline run`` and ``archline.attribute()`` end to end on a fake GPU (real time, fake sensors and tracer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from archline.cli import run_cmd
+from archline.cli.app import app
+from archline.errors import CommandError, InputError
+from archline.measure.attribute_api import attribute
+from archline.measure.program import classify_command
+from archline.records import RunDir
+from tests.helpers import attrib_fakes
+from tests.helpers.attrib_fakes import FakeGPU
+
+SCRIPT = """
+import sys
+from tests.helpers.attrib_fakes import CURRENT
+gpu = CURRENT[-1]
+# Blocks of 8 calls (about two counter windows) alternate between the kernels, so each
+# window holds a different mix.
+for i in range(int(sys.argv[1])):
+    if (i // 8) % 2 == 0:
+        gpu.launch("hot_kernel", 0.005, 400.0)
+    else:
+        gpu.launch("cool_kernel", 0.005, 180.0)
+print("program output")
+sys.exit(int(sys.argv[2]))
+"""
+
+
+@pytest.fixture()
+def fake_gpu(monkeypatch):
+    gpu = FakeGPU()
+    attrib_fakes.CURRENT.append(gpu)
+    monkeypatch.setattr(run_cmd, "backend_factory", gpu.backend)
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+        monkeypatch.delenv(k, raising=False)
+    yield gpu
+    attrib_fakes.CURRENT.remove(gpu)
+
+
+@pytest.fixture()
+def script(tmp_path):
+    p = tmp_path / "prog.py"
+    p.write_text(SCRIPT)
+    return p
+
+
+def test_python_script_runs_in_process_and_gets_per_kernel_rows(fake_gpu, script, tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "64", "0"])
+    assert res.exit_code == 0, res.output
+    assert "hot_kernel" in res.output and "cool_kernel" in res.output
+    assert "program output" in res.output
+    rd = RunDir.open(out)
+    assert rd.manifest.status == "complete" and rd.manifest.kind == "run"
+    for name in ("kernels.csv", "attribution.json", "trace.perfetto.json", "timeline.png", "raw/recording.npz"):
+        assert (out / name).is_file(), name
+    assert not list((out / "raw").glob("activities.part-*"))
+    rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
+    assert rows["hot_kernel"]["calls"] == 32
+    # 400 W vs 180 W kernels, told apart by a 20 ms counter.
+    assert rows["hot_kernel"]["mean_power_w"] > rows["cool_kernel"]["mean_power_w"] + 100
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") == "0"
+
+
+def test_exit_status_is_passed_through_and_outputs_kept(fake_gpu, script, tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", sys.executable, str(script), "3", "4"])
+    assert res.exit_code == 4
+    assert "exited with status 4" in res.output
+    assert RunDir.open(out).manifest.status == "complete"
+    assert (out / "kernels.csv").is_file()
+
+
+def test_a_crashing_program_keeps_its_run_directory(fake_gpu, tmp_path):
+    p = tmp_path / "crash.py"
+    p.write_text("from tests.helpers.attrib_fakes import CURRENT\nCURRENT[-1].launch('k', 0.01, 300.0)\n1/0\n")
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(p)])
+    assert res.exit_code == 1
+    assert "ZeroDivisionError" in res.output
+    assert (out / "raw" / "recording.npz").is_file() and (out / "kernels.csv").is_file()
+
+
+def test_json_output_is_clean(fake_gpu, script, tmp_path):
+    res = CliRunner().invoke(app, ["run", "--json", "-o", str(tmp_path / "r"), "--", str(script), "2", "0"])
+    assert res.exit_code == 0
+    start = res.stdout.index("{")
+    payload = json.loads(res.stdout[start:])
+    assert payload["exit_code"] == 0 and payload["status"] == "complete"
+    names = [r["name"] for r in payload["result"]["rows"]]
+    assert "hot_kernel" in names and "(unexplained residual)" in names
+
+
+def test_command_not_found_is_one_line_127(fake_gpu, tmp_path):
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "r"), "--", "no-such-program-xyz"])
+    assert res.exit_code == 127
+    assert "command not found" in res.output and "Traceback" not in res.output
+
+
+def test_no_gpu_is_one_line_exit_3(monkeypatch, script, tmp_path):
+    gpu = FakeGPU()
+    monkeypatch.setattr(run_cmd, "backend_factory", lambda: gpu.backend(no_gpu=True))
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "r"), "--", str(script), "1", "0"])
+    assert res.exit_code == 3
+    assert "no NVIDIA GPU" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_cupti_refusal_is_one_line_exit_3(monkeypatch, script, tmp_path):
+    gpu = FakeGPU()
+    monkeypatch.setattr(run_cmd, "backend_factory", lambda: gpu.backend(fail_tracer=True))
+    out = tmp_path / "r"
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "1", "0"])
+    assert res.exit_code == 3
+    assert "INSUFFICIENT_PRIVILEGES" in res.output and "Traceback" not in res.output
+    assert RunDir.open(out).manifest.status == "failed"
+
+
+def test_binary_without_injection_gets_whole_program_energy(fake_gpu, monkeypatch, tmp_path):
+    from archline.errors import CUPTIUnavailableError
+    from archline.gpu import cupti_inject
+
+    def no_lib(*a, **k):
+        raise CUPTIUnavailableError("CUPTI headers and library not found")
+
+    monkeypatch.setattr(cupti_inject, "build_injection", no_lib)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", "sh", "-c", "sleep 0.2; exit 5"])
+    assert res.exit_code == 5
+    assert "whole-program energy only" in res.output
+    rows = RunDir.open(out).read_csv("kernels.csv")
+    assert rows[0]["name"] == "[whole program]" and rows[0]["kind"] == "program"
+    assert any("per-kernel rows unavailable" in n for n in RunDir.open(out).manifest.notes)
+
+
+def test_python_api_gives_a_kernel_table(fake_gpu, tmp_path):
+    with attribute(gpu=0, backend=fake_gpu.backend(), out=tmp_path / "api") as a:
+        for _ in range(8):
+            fake_gpu.launch("matmul", 0.005, 450.0)
+    assert a.kernels["matmul"].calls == 8
+    assert a.kernels["matmul"].mean_power_w == pytest.approx(450.0, rel=0.15)
+    assert a.table.energy_j == pytest.approx(a.result.total_energy_j)
+    assert (tmp_path / "api" / "kernels.csv").is_file()
+    with pytest.raises(RuntimeError, match="after the with-block"):
+        _ = attribute(backend=fake_gpu.backend()).kernels
+
+
+def test_command_classification(tmp_path):
+    p = tmp_path / "s.py"
+    p.write_text("")
+    assert classify_command([str(p), "a"]).how == "script"
+    spec = classify_command(["python3", "-u", str(p), "--lr", "0.1"])
+    assert spec.how == "script" and spec.argv == (str(p), "--lr", "0.1")
+    spec = classify_command(["python", "-m", "pkg.mod", "x"])
+    assert spec.how == "module" and spec.argv == ("pkg.mod", "x")
+    assert classify_command(["python", "-c", "print(1)"]).how == "code"
+    assert classify_command(["sh", "-c", "true"]).how == "binary"
+    with pytest.raises(CommandError):
+        classify_command([str(tmp_path / "missing.py")])
+    with pytest.raises(InputError):
+        classify_command(["python"])
+    with pytest.raises(InputError):
+        classify_command(["python", "-i", str(p)])
+    with pytest.raises(InputError):
+        classify_command([])
