@@ -145,8 +145,8 @@ def _fmt_cell(v: Any) -> str:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, float):
-        return "" if not math.isfinite(v) else repr(v)
+    if isinstance(v, float):  # numpy 2 float64 is a float subclass: repr(float(v)), not repr(v)
+        return "" if not math.isfinite(v) else repr(float(v))
     if hasattr(v, "item") and callable(v.item):
         return _fmt_cell(v.item())
     return str(v)

@@ -97,3 +97,8 @@ def test_written_files_are_readable_by_others(tmp_path: Path) -> None:
 def test_short_csv_rows_read_as_missing(tmp_path: Path) -> None:
     (tmp_path / "r.csv").write_text("a,b,c\n1,2\n")
     assert read_csv(tmp_path / "r.csv") == [{"a": 1, "b": 2, "c": None}]
+
+
+def test_numpy_floats_are_written_as_plain_numbers(tmp_path: Path) -> None:
+    write_csv(tmp_path / "r.csv", [{"x": np.float64(0.16), "y": np.float32(2.5)}])
+    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "0.16,2.5"

@@ -1,4 +1,4 @@
-"""Per-region figures from a Recording: energy with uncertainty, power, clocks, throttling, idle level."""
+"""Per-region figures from a Recording: corrected energy with uncertainty, power, clocks, throttling, idle."""
 
 from __future__ import annotations
 
@@ -6,11 +6,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from archline.errors import SensorError
 from archline.measure.recording import Recording, Region
+from archline.measure.sensor_model import SensorModel, infer_model
+from archline.measure.windows import window_energies
 from archline.sensors.base import Readings
 from archline.sensors.nvml import decode_throttle
 
-__all__ = ["WindowEstimate", "counter_energy_j", "estimate_window", "hold_integral_j"]
+__all__ = ["WindowEstimate", "WindowEstimator", "counter_energy_j", "estimate_window"]
+
+#: Readings this far around a region are enough for the model's baseline chunks and lag tail.
+_MARGIN_BEFORE_S = 3.0
+_MARGIN_AFTER_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -30,30 +37,17 @@ class WindowEstimate:
     throttled: bool | None
     resolvable: bool
     source: str
+    raw_energy_j: float | None = None
     notes: tuple[str, ...] = ()
     extra: dict[str, float] = field(default_factory=dict)
-
-
-def hold_integral_j(r: Readings, a_s: float, b_s: float) -> tuple[float, float]:
-    """Integral of a power series over [a, b] when each reading is the mean since the previous one.
-
-    Returns (energy_j, covered_s): only time covered by the readings counts, so a window past
-    the last reading is visibly short rather than extrapolated.
-    """
-    t, p = r.t_s, r.value
-    if t.size < 2:
-        return 0.0, 0.0
-    lo = np.maximum(t[:-1], a_s)
-    hi = np.minimum(t[1:], b_s)
-    ov = np.clip(hi - lo, 0.0, None)
-    return float(np.sum(ov * p[1:])), float(np.sum(ov))
 
 
 def counter_energy_j(r: Readings, a_s: float, b_s: float) -> float | None:
     """Energy between a and b from a cumulative counter, interpolating between its updates.
 
-    The counter's value changes only at its updates (~100 ms); each distinct value is placed at
-    the first time it was seen, and the counter is interpolated linearly between those points.
+    The counter's value changes only at its updates (~100 ms on H100/H200); each distinct
+    value is placed at the first time it was seen and the counter is interpolated linearly
+    between those points. None if [a, b] is not inside the span of updates.
     """
     t, e = r.t_s, r.value
     if t.size < 2:
@@ -65,6 +59,11 @@ def counter_energy_j(r: Readings, a_s: float, b_s: float) -> float | None:
     return float(np.interp(b_s, tu, eu) - np.interp(a_s, tu, eu))
 
 
+def _slice(r: Readings, a_s: float, b_s: float) -> Readings:
+    m = (r.t_s >= a_s) & (r.t_s <= b_s)
+    return Readings(r.source, r.quantity, r.t_s[m], r.value[m], r.meta)
+
+
 def _mean_in(r: Readings | None, a_s: float, b_s: float) -> float | None:
     if r is None or len(r) == 0:
         return None
@@ -74,44 +73,65 @@ def _mean_in(r: Readings | None, a_s: float, b_s: float) -> float | None:
     return float(np.mean(r.value[m]))
 
 
-def estimate_window(rec: Recording, region: Region, source: str = "nvml.buffer") -> WindowEstimate:
-    """Energy and context of one region, from the 20 ms sample buffer and the energy counter.
+class WindowEstimator:
+    """Computes a :class:`WindowEstimate` for regions of a recording under one sensor model.
 
-    The buffer's readings are treated as means over the interval since the previous reading
-    (the averaging model); the uncertainty combines the scatter of the readings inside the
-    window with the error of attributing the two partly covered edge samples.
+    ``model`` is the calibrated profile of the power source when one exists (``archline
+    sensor calibrate``); otherwise the model is inferred from the recording itself, which
+    is conservative about short windows (docs/measurement.md).
     """
+
+    def __init__(self, model: SensorModel | None = None, source: str = "nvml.buffer") -> None:
+        self.model = model
+        self.source = source
+
+    def model_for(self, r: Readings) -> SensorModel:
+        if self.model is None:
+            self.model = infer_model(r)
+        return self.model
+
+    def __call__(self, rec: Recording, region: Region) -> WindowEstimate:
+        return estimate_window(rec, region, self.source, self)
+
+
+def _energy(
+    buf: Readings, region: Region, est: WindowEstimator | None, notes: list[str]
+) -> tuple[float | None, float | None, float | None, bool]:
+    a, b = region.start_s, region.end_s
+    near = _slice(buf, a - _MARGIN_BEFORE_S, b + _MARGIN_AFTER_S)
+    if len(near) < 4 or near.t_s[-1] < b:
+        notes.append("power readings do not cover the whole window")
+        return None, None, None, False
+    try:
+        model = (est or WindowEstimator()).model_for(buf)
+        (we,) = window_energies(near, model, [Region(region.name, a, b)])
+    except SensorError as exc:
+        notes.append(str(exc))
+        return None, None, None, False
+    if we.note:
+        notes.append(we.note)
+    return we.energy_j, we.energy_uncertainty_j, we.raw_energy_j, we.resolvable
+
+
+def estimate_window(
+    rec: Recording, region: Region, source: str = "nvml.buffer", estimator: WindowEstimator | None = None
+) -> WindowEstimate:
+    """Energy and context of one region: corrected energy (sensor model), energy counter,
+    max power, idle level before it, SM clock, temperature and throttle reasons."""
     a, b = region.start_s, region.end_s
     buf = rec.get(source)
     notes: list[str] = []
-    energy = unc = mean_p = max_p = idle = None
+    energy = unc = raw = mean_p = max_p = idle = None
     resolvable = False
     if buf is not None and len(buf) >= 3:
-        e, covered = hold_integral_j(buf, a, b)
+        energy, unc, raw, resolvable = _energy(buf, region, estimator, notes)
         dur = b - a
-        dt = np.diff(buf.t_s)
-        period = float(np.median(dt)) if dt.size else 0.02
-        if covered >= 0.999 * dur and dur > 0:
-            energy = e
-            mean_p = e / dur
-            inside = (buf.t_s > a) & (buf.t_s <= b + period)
-            pin = buf.value[inside]
-            max_p = float(np.max(pin)) if pin.size else None
-            n = max(round(dur / period), 1)
-            spread = float(np.std(pin)) if pin.size > 1 else 0.0
-            # Each partly covered edge sample may belong to the window or not: ±half its excess.
-            edge = 0.0
-            for t_edge in (a, b):
-                j = int(np.searchsorted(buf.t_s, t_edge))
-                if 0 < j < len(buf):
-                    neighbours = buf.value[max(j - 2, 0) : j + 2]
-                    edge += (0.5 * period * float(np.ptp(neighbours))) ** 2
-            unc = float(np.sqrt(edge + (spread * period) ** 2 * n / max(n, 1)))
-            resolvable = dur >= 2 * period
-            if not resolvable:
-                notes.append(f"window {dur * 1e3:.1f} ms is shorter than two sensor periods ({period * 1e3:.0f} ms)")
-        else:
-            notes.append("power samples do not cover the whole window")
+        if energy is not None and dur > 0:
+            mean_p = energy / dur
+        period = float(np.median(np.diff(buf.t_s))) if len(buf) > 1 else 0.02
+        inside = (buf.t_s > a) & (buf.t_s <= b + period)
+        if inside.any():
+            max_p = float(np.max(buf.value[inside]))
         pre = (buf.t_s > a - 0.3) & (buf.t_s < a - 0.05)
         if pre.any():
             idle = float(np.median(buf.value[pre]))
@@ -148,5 +168,6 @@ def estimate_window(rec: Recording, region: Region, source: str = "nvml.buffer")
         throttled=throttled,
         resolvable=resolvable,
         source=source,
+        raw_energy_j=raw,
         notes=tuple(notes),
     )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from archline.bench.energy import WindowEstimator
 from archline.gpu.base import Executor
 from archline.measure.sampler import Sampler
 from archline.records import Manifest, RunDir
@@ -82,6 +84,28 @@ class GPUSession:
             self._nvml.close()
             raise
         return self
+
+    def estimator(self, progress: Callable[[str], None] | None = None) -> WindowEstimator:
+        """The window estimator for NVML's sample buffer on this GPU (stored profile, or a quick
+        calibration now), recorded in the manifest under ``extra.sensor_model``."""
+        from archline.bench.calibrate import estimator_for
+
+        gpu = self.rd.manifest.gpu
+        est, info = estimator_for(
+            self.ex,
+            self.sampler,
+            gpu_uuid=str(gpu.get("uuid")),
+            driver_version=str(gpu.get("driver_version")),
+            progress=progress,
+        )
+        self.note_extra(sensor_model=info)
+        return est
+
+    def note_extra(self, **items: Any) -> None:
+        """Add items to the manifest's ``extra`` (written at once)."""
+        extra = dict(self.rd.manifest.extra)
+        extra.update(items)
+        self.rd.update_manifest(extra=extra)
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         from archline.sensors.nvml import device_state

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -18,14 +18,16 @@ from rich.table import Table
 from archline.cli._common import console, err_console, handle_errors, print_json
 from archline.errors import CUPTIUnavailableError, InputError
 from archline.measure.activity import short_name
-from archline.measure.attribute_api import Attribution, Backend, nvml_backend
-from archline.measure.attribution_result import AttributionResult, KernelRow
 from archline.measure.program import ProgramSpec, classify_command, run_binary, run_python
+
+if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a command runs, not at CLI start
+    from archline.measure.attribute_api import Attribution, Backend
+    from archline.measure.attribution_result import AttributionResult, KernelRow
 
 __all__ = ["backend_factory", "register", "render_table", "run_program"]
 
 #: Where sensors and the tracer come from; tests replace it with fakes.
-backend_factory: Callable[[], Backend] = nvml_backend
+backend_factory: Callable[[], Backend] | None = None
 
 
 def _default_out() -> Path:
@@ -62,7 +64,13 @@ def run_program(
     notes: list[str] = []
     env = dict(os.environ)
     _select_gpu(gpu, env, notes)
-    backend = backend or backend_factory()
+    if backend is None:
+        if backend_factory is None:
+            from archline.measure.attribute_api import nvml_backend
+
+            backend = nvml_backend()
+        else:
+            backend = backend_factory()
     if spec.in_process:
         for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
             if k in env:
@@ -81,6 +89,8 @@ def _run_in_process(
     backend: Backend,
     notes: list[str],
 ) -> tuple[Attribution, int, str | None]:
+    from archline.measure.attribute_api import Attribution
+
     a = Attribution(gpu, out=out, force=force, trace=trace, backend=backend, command=spec.argv, kind="run")
     a.notes.extend(notes)
     redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
@@ -109,6 +119,8 @@ def _run_child(
             lib = build_injection()
         except CUPTIUnavailableError as exc:
             reason = f"the CUPTI injection library is unavailable ({exc})"
+    from archline.measure.attribute_api import Attribution
+
     a = Attribution(gpu, out=out, force=force, trace=False, backend=backend, command=spec.argv, kind="run")
     a.notes.extend(notes)
     with a:

@@ -55,6 +55,10 @@ _BUILTIN: dict[str, str] = {
     "characterize": "archline.report.characterize:render",
     "instructions": "archline.report.instructions:render",
     "roofline": "archline.report.roofline:render",
+    "run": "archline.report.attribution_run:render_attribution_report",
+    "attribute": "archline.report.attribution_run:render_attribution_report",
+    "sensor-calibration": "archline.report.sensor:render_calibration",
+    "sensor-validation": "archline.report.sensor:render_validation",
 }
 
 
