@@ -59,6 +59,8 @@ class FakeExecutor:
     )
     writer: Any = None
     iters_index: int | None = None
+    #: index (among non-pointer arguments) of a ``u64`` duration in ns that sets the launch time
+    dur_ns_index: int | None = None
     activity: list[Activity] = field(default_factory=list)
     buffers: dict[int, NDArray[np.uint8]] = field(default_factory=dict)
     loads: list[tuple[str, int]] = field(default_factory=list)
@@ -102,6 +104,8 @@ class FakeExecutor:
         if self.iters_index is not None:
             iters = int(scalars[self.iters_index])
         per = self.s_per_iter * iters
+        if self.dur_ns_index is not None:
+            per = float(scalars[self.dur_ns_index]) * 1e-9
         h0 = self.clock.now_s()
         for _ in range(repeat):
             a = self.clock.now_s()

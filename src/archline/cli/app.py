@@ -16,6 +16,7 @@ from archline.cli import (
     roofline,
     run_cmd,
     sensor,
+    sensor_gpu,
 )
 
 __all__ = ["app", "main"]
@@ -46,6 +47,7 @@ def _root(
 for _mod in (
     analyze,
     sensor,
+    sensor_gpu,
     monitor,
     measure_cmd,
     characterize,
