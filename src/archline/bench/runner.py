@@ -45,6 +45,7 @@ class RunnerOptions:
     opt_level: int = 3
     verify: bool = True
     seed: int = 12345
+    warmup: bool = True
 
 
 @dataclass
@@ -126,11 +127,22 @@ class Runner:
         self._host = _HostArrays(self.opt.seed)
 
     # ------------------------------------------------------------------ public
-    def run(self, spec: KernelSpec, *, opt_level: int | None = None, target_s: float | None = None) -> KernelRun:
-        """Measure one kernel. Failures become a row with ``status=failed`` and a note."""
+    def run(
+        self,
+        spec: KernelSpec,
+        *,
+        opt_level: int | None = None,
+        target_s: float | None = None,
+        iters: int | None = None,
+    ) -> KernelRun:
+        """Measure one kernel. Failures become a row with ``status=failed`` and a note.
+
+        ``iters`` fixes the trip count instead of calibrating it (an overhead kernel must run
+        the same trips as its instruction kernel).
+        """
         lvl = self.opt.opt_level if opt_level is None else opt_level
         try:
-            return self._run(spec, lvl, target_s or self.opt.target_s)
+            return self._run(spec, lvl, target_s or self.opt.target_s, iters)
         except BenchmarkError as exc:
             return KernelRun(spec, self._base_row(spec, lvl) | {"status": "failed", "note": str(exc)})
 
@@ -205,10 +217,16 @@ class Runner:
                 d[a.name] = a.value
         return d
 
-    def _calibrate(self, spec: KernelSpec, k: Any, grid: int, block: int, bufs: Any, target_launch_s: float) -> int:
-        """Double ``iters`` until a launch lasts ``calib_min_s``, then scale to the target."""
+    def _calibrate(
+        self, spec: KernelSpec, k: Any, grid: int, block: int, bufs: Any, target_launch_s: float
+    ) -> tuple[int, float]:
+        """Double ``iters`` until a launch lasts ``calib_min_s``, then scale to the target.
+
+        Returns the trip count and the predicted time of one launch with it.
+        """
         if spec.iters_arg is None:
-            return 1
+            r = self.ex.launch(k, grid, block, self._args(spec, bufs, 1), shared_bytes=spec.launch.shared_bytes)
+            return 1, r.event_s
         iters = 1
         for _ in range(40):
             r = self.ex.launch(k, grid, block, self._args(spec, bufs, iters), shared_bytes=spec.launch.shared_bytes)
@@ -216,10 +234,11 @@ class Runner:
                 break
             grow = 2 if r.event_s <= 0 else min(64.0, max(2.0, self.opt.calib_min_s / r.event_s))
             iters = min(_U32_MAX, math.ceil(iters * grow))
-        scale = target_launch_s / max(r.event_s, 1e-9)
-        return max(1, min(_U32_MAX, round(iters * scale)))
+        per_iter = max(r.event_s, 1e-9) / iters
+        n = max(1, min(_U32_MAX, round(target_launch_s / per_iter)))
+        return n, per_iter * n
 
-    def _run(self, spec: KernelSpec, opt_level: int, target_s: float) -> KernelRun:
+    def _run(self, spec: KernelSpec, opt_level: int, target_s: float, fixed_iters: int | None) -> KernelRun:
         dev = self.ex.device
         grid = spec.launch.grid_for(dev.sm_count)
         block = spec.launch.block
@@ -229,11 +248,20 @@ class Runner:
         bufs = self._buffers(spec, threads)
         try:
             launch_s = min(target_s, self.opt.max_launch_s)
-            iters = self._calibrate(spec, k, grid, block, bufs, launch_s)
+            if fixed_iters is None:
+                iters, one_s = self._calibrate(spec, k, grid, block, bufs, launch_s)
+            else:
+                iters = fixed_iters
+                # One launch at the fixed trip count: a warm-up, and how long a launch takes.
+                one_s = self.ex.launch(
+                    k, grid, block, self._args(spec, bufs, iters), shared_bytes=spec.launch.shared_bytes
+                ).event_s
             args = self._args(spec, bufs, iters)
-            # Warm-up at full length settles clocks; it also tells how long a launch is.
-            warm = self.ex.launch(k, grid, block, args, shared_bytes=spec.launch.shared_bytes)
-            launches = max(1, round(target_s / max(warm.event_s, 1e-9)))
+            if self.opt.warmup:
+                # Warm-up at full length settles clocks; it also tells how long a launch is.
+                warm = self.ex.launch(k, grid, block, args, shared_bytes=spec.launch.shared_bytes)
+                one_s = warm.event_s
+            launches = max(1, round(target_s / max(one_s, 1e-9)))
             self.clock.sleep(self.opt.idle_gap_s)
             if self.opt.verify and spec.verify is not None:
                 self._poison(spec, bufs)
