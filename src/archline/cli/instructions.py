@@ -1,9 +1,167 @@
-"""CLI: `archline instructions` (not yet implemented)."""
+"""CLI: ``archline instructions``: energy per PTX instruction at ptxas -O3 and -O0, and the techniques compared."""
 
 from __future__ import annotations
 
+import dataclasses
+import time
+from pathlib import Path
+
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from archline.cli._common import console, err_console, handle_errors
+from archline.errors import InputError, UnsupportedArchitectureError
+
+__all__ = ["parse_opt_levels", "register"]
+
+#: Instructions whose long runs feed the technique comparison (full-GPU shape, -O3).
+TECHNIQUE_SUBSET: tuple[str, ...] = (
+    "add.u32",
+    "mul.lo.u32",
+    "fma.rn.f32",
+    "fma.rn.f64",
+    "sin.approx.f32",
+    "div.rn.f32",
+    "popc.b32",
+    "fma.rn.bf16x2",
+)
+
+
+def parse_opt_levels(text: str) -> list[int]:
+    """``"0,3"`` → [0, 3]; each must be a ptxas level 0–4."""
+    out: list[int] = []
+    for part in text.split(","):
+        p = part.strip()
+        if not p:
+            continue
+        try:
+            v = int(p)
+        except ValueError:
+            raise InputError(f"--opt: {p!r} is not an optimisation level (use integers 0–4, e.g. --opt 0,3)") from None
+        if not 0 <= v <= 4:
+            raise InputError(f"--opt: optimisation level {v} is outside 0–4")
+        if v not in out:
+            out.append(v)
+    if not out:
+        raise InputError("--opt: no optimisation level given (e.g. --opt 0,3)")
+    return out
+
+
+def _repeat_diffs(rows: list, earlier: Path) -> list:  # type: ignore[type-arg]
+    from archline.records import RunDir
+    from archline.report.instructions_schema import read_instruction_rows
+
+    old = {
+        (r.instruction, r.opt_level, r.shape): r
+        for r in read_instruction_rows(RunDir.open(earlier).path / "instructions.csv")
+    }
+    out = []
+    for r in rows:
+        o = old.get((r.instruction, r.opt_level, r.shape))
+        d = None
+        if o is not None and o.energy_per_thread_instr_pj and r.energy_per_thread_instr_pj is not None:
+            d = (r.energy_per_thread_instr_pj / o.energy_per_thread_instr_pj - 1.0) * 100.0
+        out.append(dataclasses.replace(r, repeat_diff_pct=d))
+    return out
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ``archline instructions``."""
+
+    @app.command("instructions")
+    @handle_errors
+    def instructions(
+        gpu: int = typer.Option(0, "--gpu", help="GPU index."),
+        only: list[str] = typer.Option([], "--only", help="Glob(s) of instructions, e.g. 'add.*' or 'inst.fma.*'."),
+        opt: str = typer.Option("3,0", "--opt", help="ptxas optimisation levels, comma-separated (0–4)."),
+        shapes: str = typer.Option(
+            "full,single", "--shapes", help="Launch shapes: full (every SM), single (1 thread)."
+        ),
+        output: Path = typer.Option(Path("archline-instructions"), "-o", "--output", help="Run directory to write."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
+        repeat_of: Path | None = typer.Option(
+            None, "--repeat-of", help="An earlier run: report the agreement with it."
+        ),
+        techniques: bool = typer.Option(True, "--techniques/--no-techniques", help="Compare SMA, PAPI and MTSM."),
+        target_s: float = typer.Option(0.5, "--target-s", help="Seconds measured per full-GPU kernel."),
+    ) -> None:
+        """Energy per PTX instruction (Arafa et al. §III): (E_total − E_overhead) / instructions.
+
+        Every instruction runs as a loop of dependent instances, and again with those
+        instructions removed (the overhead kernel), at each optimisation level and in two
+        shapes: the paper's one thread, and the whole GPU.
+        """
+        from archline.kernels.instructions import instruction_pairs
+
+        levels = parse_opt_levels(opt)
+        shape_list = [s.strip() for s in shapes.split(",") if s.strip()]
+        pairs = instruction_pairs(only or ["*"], shapes=shape_list)  # type: ignore[arg-type]
+        if repeat_of is not None:
+            from archline.records import RunDir
+
+            RunDir.open(repeat_of)  # fail now, not after the measurement
+        if target_s <= 0:
+            raise InputError("--target-s must be > 0")
+        _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s)
+
+
+def _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s) -> None:  # type: ignore[no-untyped-def]
+    from archline.bench.instructions import InstructionResult, run_instruction_table, run_techniques
+    from archline.bench.runner import Runner, RunnerOptions
+    from archline.bench.session import GPUSession
+    from archline.kernels.instructions import instruction_pairs
+    from archline.report.instructions import render
+    from archline.report.instructions_schema import write_instruction_rows
+
+    t0 = time.time()
+    res = InstructionResult()
+    try:
+        with GPUSession(gpu, output, "instructions", force=force) as s:
+            dev = s.ex.device
+            if dev.compute_capability < (9, 0):
+                raise UnsupportedArchitectureError(
+                    f"{dev.name} has compute capability {dev.compute_capability[0]}.{dev.compute_capability[1]}; "
+                    "archline's kernels need 9.0 (Hopper) or later"
+                )
+            s.note_extra(
+                planned=[f"{p.instruction.name} -O{lvl}" for p in pairs for lvl in levels],
+                opt_levels=levels,
+                target_s=target_s,
+            )
+            est = s.estimator(progress=lambda m: err_console.print(f"archline: sensor calibration: {m}"))
+            runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s, warmup=False), estimator=est)
+            with Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err_console,
+                transient=True,
+            ) as prog:
+                task = prog.add_task("instructions", total=len(pairs) * len(levels))
+
+                def started(name: str, i: int, n: int) -> None:
+                    prog.update(task, description=name, completed=i, total=n)
+
+                res = run_instruction_table(runner, pairs, levels, s.rd, target_full_s=target_s, on_start=started)
+                if techniques and not res.interrupted:
+                    keys = {p.key for p in pairs}
+                    subset = [k for k in TECHNIQUE_SUBSET if k in keys] or sorted(keys)[:4]
+                    tpairs = instruction_pairs(subset, shapes=["full"])
+                    res = run_techniques(runner, tpairs, s.rd, res, on_start=started)
+            if repeat_of is not None:
+                res.rows = _repeat_diffs(res.rows, repeat_of)
+                write_instruction_rows(s.rd.file("instructions.csv"), res.rows)
+                s.note_extra(repeat_of=str(repeat_of))
+            s.note_extra(table_wall_s=time.time() - t0)
+            if res.interrupted:
+                raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        res.interrupted = True
+    rep = render(output)
+    console.print(f"report: {rep.markdown}")
+    if rep.html:
+        console.print(f"        {rep.html}")
+    if res.interrupted:
+        err_console.print(f"archline: interrupted: {len(res.rows)} rows finished; {output} holds them")
+        raise typer.Exit(130)

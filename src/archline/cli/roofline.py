@@ -1,9 +1,135 @@
-"""CLI: `archline roofline` (not yet implemented)."""
+"""CLI: ``archline roofline``: the intensity sweep, the fitted energy roofline, and held-out predictions."""
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+from typing import Any
+
 import typer
+
+from archline.cli._common import console, err_console, handle_errors
+from archline.errors import InputError, UnsupportedArchitectureError
+
+__all__ = ["parse_precisions", "register"]
+
+_ALIASES = {"single": "single", "fp32": "single", "float": "single", "double": "double", "fp64": "double"}
+
+
+def parse_precisions(text: str) -> list[str]:
+    """``"single,double"`` → ["single", "double"] (fp32/fp64 accepted)."""
+    out: list[str] = []
+    for part in text.split(","):
+        p = part.strip().lower()
+        if not p:
+            continue
+        if p not in _ALIASES:
+            raise InputError(f"--precision: unknown precision {part.strip()!r} (use single, double or both)")
+        if _ALIASES[p] not in out:
+            out.append(_ALIASES[p])
+    if not out:
+        raise InputError("--precision: none given (use single, double or single,double)")
+    return out
+
+
+def _peaks(
+    runner: Any, dev: Any, copy_bps: float, precisions: list[str]
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Peak FLOP/s per precision from the FP32/FP64 FMA throughput kernels, measured now."""
+    from archline.kernels import catalogue
+
+    names = {"single": "arith.fp32.fma", "double": "arith.fp64.fma"}
+    peaks: dict[str, float] = {}
+    rows = []
+    for p in precisions:
+        (spec,) = catalogue.select([names[p]], dev)
+        run = runner.run(spec, target_s=0.5)
+        r = run.row
+        if r.get("flops") and r.get("time_s"):
+            peaks[p] = float(r["flops"]) / float(r["time_s"])
+        rows.append(r)
+    return peaks, rows
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to app."""
+    """Add ``archline roofline``."""
+
+    @app.command("roofline")
+    @handle_errors
+    def roofline(
+        gpu: int = typer.Option(0, "--gpu", help="GPU index."),
+        precision: str = typer.Option("single,double", "--precision", help="single, double, or both."),
+        output: Path = typer.Option(Path("archline-roofline"), "-o", "--output", help="Run directory to write."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
+        heldout: bool = typer.Option(True, "--heldout/--no-heldout", help="Measure the held-out real kernels."),
+        target_s: float = typer.Option(1.0, "--target-s", help="Seconds measured per sweep point."),
+    ) -> None:
+        """Sweep intensity from 1/4 to 512 flop:byte, fit the energy roofline (Choi et al. eq. 9) and
+        predict real kernels: roofline, arch line and power line, with the power cap.
+        """
+        precisions = parse_precisions(precision)
+        if target_s <= 0:
+            raise InputError("--target-s must be > 0")
+        _run(gpu, precisions, output, force, heldout, target_s)
+
+
+def _run(gpu: int, precisions: list[str], output: Path, force: bool, heldout: bool, target_s: float) -> None:
+    from archline.bench.roofline import measure_heldout, sweep
+    from archline.bench.runner import Runner, RunnerOptions
+    from archline.bench.session import GPUSession
+    from archline.kernels.target import Target
+    from archline.model.build import fit_run_dir
+    from archline.records import to_jsonable
+    from archline.report.roofline import render_roofline
+
+    t0 = time.time()
+    with GPUSession(gpu, output, "roofline", force=force, extra={"precisions": precisions}) as s:
+        dev = s.ex.device
+        if dev.compute_capability < (9, 0):
+            raise UnsupportedArchitectureError(
+                f"{dev.name} has compute capability {dev.compute_capability[0]}.{dev.compute_capability[1]}; "
+                "archline's kernels need 9.0 (Hopper) or later"
+            )
+
+        def say(msg: str, *_: Any) -> None:
+            err_console.print(f"archline: {msg}")
+
+        copy_bps, _ = s.ex.copy_bandwidth()  # type: ignore[attr-defined]
+        est = s.estimator(progress=lambda m: say(f"sensor calibration: {m}"))
+        runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)
+        peaks, peak_rows = _peaks(runner, dev, precisions)
+        limit = s.rd.manifest.state_before.get("enforced_power_limit_w") or s.rd.manifest.state_before.get(
+            "power_limit_w"
+        )
+        s.rd.write_json(
+            "roofline_peaks.json",
+            {
+                "copy_bytes_per_s": copy_bps,
+                "peak_flops_per_s": peaks,
+                "power_limit_w": limit,
+                "device": dev.name,
+            },
+        )
+        s.rd.write_csv("peaks_runs.csv", peak_rows)
+        rows = sweep(
+            runner,
+            precisions,
+            Target.from_device(dev),
+            power_limit_w=float(limit) if isinstance(limit, (int, float)) else None,
+            target_s=target_s,
+            on_start=say,
+        )
+        good = [r for r in rows if r.get("status") == "ok" and r.get("energy_j") is not None]
+        s.rd.write_csv("roofline_sweep_all.csv", rows)
+        s.rd.write_csv("roofline_sweep.csv", good)
+        if heldout:
+            from archline.gpu.workloads import default_workloads
+
+            hrows, log = measure_heldout(gpu, default_workloads(), on_start=say)
+            s.rd.write_csv("roofline_heldout_log.csv", log)
+            if hrows:
+                s.rd.write_csv("roofline_heldout.csv", [to_jsonable(r) for r in hrows])
+        s.note_extra(wall_s_sweep=time.time() - t0)
+    model = fit_run_dir(output)
+    sec = render_roofline(output, model=model)
+    console.print(f"report: {sec.markdown_path}")

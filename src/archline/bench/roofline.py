@@ -1,0 +1,170 @@
+"""The energy-roofline sweep on a GPU (Choi §IV): tune, measure each intensity, peaks, held-out kernels."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
+
+from archline.bench.runner import Runner
+from archline.errors import ArchlineError
+from archline.kernels.roofline import INTENSITIES, Precision, min_intensity, roofline_kernel
+from archline.kernels.spec import KernelSpec
+from archline.kernels.target import Target
+
+__all__ = ["KNOBS", "measure_heldout", "sweep", "tune"]
+
+#: Candidate knobs for auto-tuning: (block, blocks per SM, loads per thread).
+KNOBS: tuple[tuple[int, int, int], ...] = tuple(itertools.product((256, 512), (4, 8), (1, 2, 4)))
+_PREC: dict[str, Precision] = {"single": "fp32", "double": "fp64"}
+
+
+def _time_one(runner: Runner, spec: KernelSpec) -> float:
+    """Seconds per iteration of ``spec`` from a short calibration (no energy, no verification)."""
+    ex = runner.ex
+    k = ex.load(spec.ptx, spec.entry, opt_level=3)
+    threads = spec.launch.grid_for(ex.device.sm_count) * spec.launch.block
+    bufs = runner._buffers(spec, threads)
+    try:
+        grid = spec.launch.grid_for(ex.device.sm_count)
+        iters, one_s = runner._calibrate(spec, k, grid, spec.launch.block, bufs, 0.03)
+    finally:
+        for b, _ in bufs.values():
+            ex.free(b)
+    return one_s / max(iters, 1)
+
+
+def _rate(runner: Runner, spec: KernelSpec, target: Target) -> float:
+    """Work (flops + bytes) per second the kernel achieves, from a short calibration."""
+    threads = spec.launch.grid_for(target.sm_count) * spec.launch.block
+    s_per_iter = _time_one(runner, spec)
+    work = (spec.work.flops + spec.work.bytes) * threads
+    return work / s_per_iter if s_per_iter > 0 else 0.0
+
+
+def tune(runner: Runner, precision: str, intensity: Fraction, target: Target) -> tuple[KernelSpec, dict[str, Any]]:
+    """The knob set that runs ``intensity`` fastest per unit of work (flops + bytes rate)."""
+    best: tuple[float, KernelSpec, dict[str, Any]] | None = None
+    for block, bps, loads in KNOBS:
+        try:
+            spec = roofline_kernel(
+                _PREC[precision], intensity, target=target, block=block, blocks_per_sm=bps, loads=loads
+            )
+        except ArchlineError:
+            continue
+        try:
+            rate = _rate(runner, spec, target)
+        except ArchlineError:
+            continue
+        if best is None or rate > best[0]:
+            best = (rate, spec, {"block": block, "blocks_per_sm": bps, "loads_per_thread": loads})
+    if best is None:
+        raise ArchlineError(f"no roofline kernel could be built for {precision} at intensity {float(intensity):g}")
+    return best[1], best[2]
+
+
+def sweep(
+    runner: Runner,
+    precisions: Sequence[str],
+    target: Target,
+    *,
+    power_limit_w: float | None,
+    target_s: float,
+    on_start: Callable[[str, int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Measure every intensity of each precision with tuned knobs; rows in the model's sweep columns.
+
+    Knobs are tuned at both ends of the sweep (lowest and highest intensity); every point is
+    then measured with whichever of the two sets runs it faster.
+    """
+    rows: list[dict[str, Any]] = []
+    points = [(p, i) for p in precisions for i in INTENSITIES if i >= min_intensity(_PREC[p])]
+    ends: dict[str, list[dict[str, Any]]] = {}
+    for p in precisions:
+        mine = [i for q, i in points if q == p]
+        ends[p] = [tune(runner, p, mine[0], target)[1], tune(runner, p, mine[-1], target)[1]]
+    for n, (p, inten) in enumerate(points):
+        if on_start:
+            on_start(f"roofline {p} I={float(inten):g}", n, len(points))
+        cands = [
+            roofline_kernel(
+                _PREC[p],
+                inten,
+                target=target,
+                loads=k["loads_per_thread"],
+                block=k["block"],
+                blocks_per_sm=k["blocks_per_sm"],
+            )
+            for k in ends[p]
+        ]
+        rates = [_rate(runner, c, target) for c in cands]
+        best = max(range(len(cands)), key=lambda j: rates[j])
+        spec, knobs = cands[best], ends[p][best]
+        run = runner.run(spec, target_s=target_s)
+        r = run.row
+        rows.append(
+            {
+                "precision": p,
+                "intensity": float(inten),
+                "flops": r.get("flops"),
+                "bytes": r.get("bytes"),
+                "time_s": r.get("time_s"),
+                "energy_j": r.get("energy_j"),
+                "energy_uncertainty_j": r.get("energy_uncertainty_j"),
+                "avg_power_w": r.get("avg_power_w"),
+                "idle_power_w": r.get("idle_power_w"),
+                "sm_clock_mhz": r.get("sm_clock_mhz"),
+                "power_limit_w": power_limit_w,
+                "max_power_w": r.get("max_power_w"),
+                "throttled": r.get("throttled"),
+                "verified": r.get("verified"),
+                "status": r.get("status"),
+                "note": r.get("note"),
+                "name": spec.name,
+                **knobs,
+            }
+        )
+    return rows
+
+
+def measure_heldout(
+    gpu: int, workloads: Sequence[Any], *, on_start: Callable[[str, int, int], None] | None = None
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """Time and energy of one invocation of each held-out workload (``measure_callable``).
+
+    Returns the model's held-out rows and a log row per workload (with failures).
+    """
+    from archline.measure.api import measure_callable
+
+    rows: list[Any] = []
+    log: list[dict[str, Any]] = []
+    for n, w in enumerate(workloads):
+        if on_start:
+            on_start(f"held-out {w.name}", n, len(workloads))
+        try:
+            w.setup()
+            w.run()
+            w.check()
+            res = measure_callable(w.run, gpu=gpu, target_rel_error=0.02, sync=w.synchronize)
+            w.check()
+            rows.append(w.heldout_row(res.time_s, res.energy_j, res.energy_uncertainty_j))
+            log.append(
+                {
+                    "name": w.name,
+                    "status": "ok",
+                    "time_s": res.time_s,
+                    "energy_j": res.energy_j,
+                    "energy_uncertainty_j": res.energy_uncertainty_j,
+                    "counter_energy_j": res.counter_energy_j,
+                    "calls": res.calls,
+                    "flops": w.flops,
+                    "bytes": w.dram_bytes,
+                    "note": res.note or getattr(w, "note", ""),
+                }
+            )
+        except ArchlineError as exc:
+            log.append({"name": w.name, "status": "failed", "note": str(exc)})
+        finally:
+            w.teardown()
+    return rows, log
