@@ -32,9 +32,7 @@ def parse_precisions(text: str) -> list[str]:
     return out
 
 
-def _peaks(
-    runner: Any, dev: Any, copy_bps: float, precisions: list[str]
-) -> tuple[dict[str, float], list[dict[str, Any]]]:
+def _peaks(runner: Any, dev: Any, precisions: list[str]) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Peak FLOP/s per precision from the FP32/FP64 FMA throughput kernels, measured now."""
     from archline.kernels import catalogue
 
