@@ -13,7 +13,7 @@ step validate 90 python3 -m archline sensor validate --quick -o "$R/val"
 step characterize 150 python3 -m archline characterize --quick --target-s 0.2 -o "$R/char"
 step instructions 120 python3 -m archline instructions --only add.u32 --only fma.f32 --only div.rn.f32 --opt 3,0 --target-s 0.2 -o "$R/inst"
 step roofline 150 python3 -m archline roofline --target-s 0.2 --heldout-error 0.1 -o "$R/roof"
-step run 90 python3 -m archline run -o "$R/run" -- python3 -c "import cupy as cp; x=cp.random.rand(1<<24,dtype=cp.float32); [cp.sqrt(x*x+1.0) for _ in range(3000)]; cp.cuda.Device().synchronize()"
+step run 90 python3 -m archline run -o "$R/run" -- python3 benchmarks/workload_cupy_mix.py
 step measure 30 python3 -m archline measure --json -- sleep 1
 step pytest_gpu 120 python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider
 tar -C "$OUT" -czf "$OUT/smoke.tar.gz" runs && rm -rf "$R"

@@ -91,3 +91,16 @@ def test_throttle_decoding() -> None:
     names, slowed = nvml.decode_throttle(0x1 | 0x4)
     assert names == ["gpu_idle", "sw_power_cap"] and slowed
     assert nvml.decode_throttle(0x1) == (["gpu_idle"], False)
+
+
+def test_polled_power_keeps_only_changes(fake) -> None:  # type: ignore[no-untyped-def]
+    m = fake(power_mw=100_000)
+    (src,) = nvml.open_sources(0, ["nvml.instant"])
+    first = src.read()
+    assert first.value.tolist() == [100.0]
+    assert len(src.read()) == 0  # the same value polled again is not a new reading
+    m.nvmlDeviceGetFieldValues = lambda h, ids: [
+        type("F", (), {"nvmlReturn": 0, "value": type("V", (), {"uiVal": 150_000})})()
+    ]
+    again = src.read()
+    assert again.value.tolist() == [150.0] and again.meta["polls"] == 3

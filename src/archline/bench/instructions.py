@@ -94,6 +94,16 @@ def _row(pair: InstructionPair, lvl: int, a: KernelRun, b: KernelRun) -> Instruc
         )
         if not e.resolvable:
             notes.append("the difference from the overhead kernel is within the sensor's uncertainty")
+        idle = ra.get("idle_power_w")
+        ta, tb = ra.get("time_s"), rb.get("time_s")
+        if idle is not None and ta is not None and tb is not None:
+            # The same idle draw is charged to both kernels for their own durations.
+            dyn = (float(ea) - float(idle) * float(ta)) - (float(eb) - float(idle) * float(tb))
+            base.update(
+                idle_power_w=float(idle),
+                dynamic_energy_per_thread_instr_pj=dyn / n * 1e12,
+                dynamic_energy_per_thread_instr_uncertainty_pj=e.per_thread_uncertainty_pj,
+            )
     return InstructionRow(**base, status="ok" if ok else "failed", note="; ".join(notes))
 
 

@@ -129,7 +129,11 @@ def sweep(
 
 
 def measure_heldout(
-    gpu: int, workloads: Sequence[Any], *, on_start: Callable[[str, int, int], None] | None = None
+    gpu: int,
+    workloads: Sequence[Any],
+    *,
+    target_rel_error: float = 0.02,
+    on_start: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[Any], list[dict[str, Any]]]:
     """Time and energy of one invocation of each held-out workload (``measure_callable``).
 
@@ -146,7 +150,7 @@ def measure_heldout(
             w.setup()
             w.run()
             w.check()
-            res = measure_callable(w.run, gpu=gpu, target_rel_error=0.02, sync=w.synchronize)
+            res = measure_callable(w.run, gpu=gpu, target_rel_error=target_rel_error, sync=w.synchronize)
             w.check()
             rows.append(w.heldout_row(res.time_s, res.energy_j, res.energy_uncertainty_j))
             log.append(

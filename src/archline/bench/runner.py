@@ -268,8 +268,11 @@ class Runner:
             res = self.ex.launch(
                 k, grid, block, args, shared_bytes=spec.launch.shared_bytes, repeat=launches, per_launch_timing=True
             )
-            end = res.host_end_s
-            region = self.sampler.mark(spec.name, end - res.event_s, end, "event", opt_level=opt_level)
+            # Anchor on the host time taken just before the first launch was enqueued: it is read
+            # while this thread runs, whereas the time after synchronising can be late by however
+            # long the thread waits to be scheduled (seen: up to a few ms with the sampler busy).
+            start = res.host_start_s
+            region = self.sampler.mark(spec.name, start, start + res.event_s, "event", opt_level=opt_level)
             verified, note = self._verify(spec, bufs, iters, grid, block)
         finally:
             for b, _ in bufs.values():

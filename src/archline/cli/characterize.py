@@ -130,10 +130,9 @@ def _characterize(gpu: int, quick: bool, only: list[str], output: Path, force: b
             planned = len(specs)
             err_console.print(f"archline: {dev.name}: measuring the device-to-device copy bandwidth")
             copy_bps, _ = s.ex.copy_bandwidth()  # type: ignore[attr-defined]
-            extra = dict(s.rd.manifest.extra)
-            extra.update({"planned": [k.name for k in specs], "copy_bytes_per_s": copy_bps, "target_s": target_s})
-            s.rd.update_manifest(extra=extra)
-            runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s))
+            s.note_extra(planned=[k.name for k in specs], copy_bytes_per_s=copy_bps, target_s=target_s)
+            est = s.estimator(progress=lambda m: err_console.print(f"archline: sensor calibration: {m}"))
+            runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)
             with Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),

@@ -18,12 +18,12 @@ __all__ = ["parse_opt_levels", "register"]
 TECHNIQUE_SUBSET: tuple[str, ...] = (
     "add.u32",
     "mul.lo.u32",
-    "fma.rn.f32",
-    "fma.rn.f64",
+    "fma.f32",
+    "fma.f64",
     "sin.approx.f32",
     "div.rn.f32",
     "popc.b32",
-    "fma.rn.bf16x2",
+    "fma.bf16x2",
 )
 
 

@@ -40,7 +40,7 @@ def _peaks(runner: Any, dev: Any, precisions: list[str]) -> tuple[dict[str, floa
     peaks: dict[str, float] = {}
     rows = []
     for p in precisions:
-        (spec,) = catalogue.select([names[p]], dev)
+        spec = next(k for k in catalogue.catalogue(dev) if k.name == names[p])
         run = runner.run(spec, target_s=0.5)
         r = run.row
         if r.get("flops") and r.get("time_s"):
@@ -61,6 +61,9 @@ def register(app: typer.Typer) -> None:
         force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
         heldout: bool = typer.Option(True, "--heldout/--no-heldout", help="Measure the held-out real kernels."),
         target_s: float = typer.Option(1.0, "--target-s", help="Seconds measured per sweep point."),
+        heldout_error: float = typer.Option(
+            0.02, "--heldout-error", help="Target relative error of each held-out kernel's energy."
+        ),
     ) -> None:
         """Sweep intensity from 1/4 to 512 flop:byte, fit the energy roofline (Choi et al. eq. 9) and
         predict real kernels: roofline, arch line and power line, with the power cap.
@@ -68,10 +71,14 @@ def register(app: typer.Typer) -> None:
         precisions = parse_precisions(precision)
         if target_s <= 0:
             raise InputError("--target-s must be > 0")
-        _run(gpu, precisions, output, force, heldout, target_s)
+        if not 0 < heldout_error < 1:
+            raise InputError("--heldout-error must be between 0 and 1")
+        _run(gpu, precisions, output, force, heldout, target_s, heldout_error)
 
 
-def _run(gpu: int, precisions: list[str], output: Path, force: bool, heldout: bool, target_s: float) -> None:
+def _run(
+    gpu: int, precisions: list[str], output: Path, force: bool, heldout: bool, target_s: float, heldout_error: float
+) -> None:
     from archline.bench.roofline import measure_heldout, sweep
     from archline.bench.runner import Runner, RunnerOptions
     from archline.bench.session import GPUSession
@@ -123,7 +130,7 @@ def _run(gpu: int, precisions: list[str], output: Path, force: bool, heldout: bo
         if heldout:
             from archline.gpu.workloads import default_workloads
 
-            hrows, log = measure_heldout(gpu, default_workloads(), on_start=say)
+            hrows, log = measure_heldout(gpu, default_workloads(), target_rel_error=heldout_error, on_start=say)
             s.rd.write_csv("roofline_heldout_log.csv", log)
             if hrows:
                 s.rd.write_csv("roofline_heldout.csv", [to_jsonable(r) for r in hrows])

@@ -42,7 +42,7 @@ def _problem(r: InstructionRow) -> str | None:
     return None
 
 
-def _energy(r: InstructionRow | None, warp: bool = False) -> Cell:
+def _energy(r: InstructionRow | None, warp: bool = False, dynamic: bool = False) -> Cell:
     """Per-instruction energy in pJ ± 1σ; '—' when absent, failed or unresolvable (never noise)."""
     if r is None:
         return Missing("not measured in this run")
@@ -51,6 +51,12 @@ def _energy(r: InstructionRow | None, warp: bool = False) -> Cell:
         return Missing(problem)
     if r.resolvable is False:
         return Missing(UNRESOLVABLE)
+    if dynamic:
+        return fmt_pm(
+            r.dynamic_energy_per_thread_instr_pj,
+            r.dynamic_energy_per_thread_instr_uncertainty_pj,
+            "no idle power recorded for this row",
+        )
     v, u = (
         (r.energy_per_warp_instr_pj, r.energy_per_warp_instr_uncertainty_pj)
         if warp
@@ -88,6 +94,7 @@ def table_i(rows: Sequence[InstructionRow], shape: str) -> Table:
             header.append(f"-O{opt} pJ/thread-instr ({t})" if full else f"-O{opt} pJ ({t})")
             if full:
                 header.append(f"-O{opt} pJ/warp-instr ({t})")
+                header.append(f"-O{opt} dynamic pJ/thread-instr ({t})")
     header += ["Repeat diff -O3", "Repeat diff -O0"]
     body: list[tuple[Cell, ...]] = []
     shaped = [r for r in rows if r.shape == shape]
@@ -101,13 +108,18 @@ def table_i(rows: Sequence[InstructionRow], shape: str) -> Table:
                     cells.append(_energy(r))
                     if full:
                         cells.append(_energy(r, warp=True))
+                        cells.append(_energy(r, dynamic=True))
             for opt in (3, 0):
                 r = idx.get((instr, opt, shape, techs[0]))
                 cells.append(_pct(r.repeat_diff_pct if r else None, "no repeat recorded"))
             body.append(tuple(cells))
     what = "one thread in one block" if not full else "the full GPU (every SM)"
     caption = f"Energy per instruction, {what} (shape of {CITATION})"
-    notes = ("Arafa eq. (1): (E_kernel − E_overhead) / instructions, ± 1σ; repeat diff: |E1 − E2| / mean of two runs.",)
+    notes = (
+        "Arafa eq. (1): (E_kernel − E_overhead) / instructions, ± 1σ; repeat diff: |E1 − E2| / mean of two runs.",
+        "Board energy includes the board's idle draw over the extra time the instructions take (as the paper's "
+        "figures do); 'dynamic' removes idle power × time from both kernels first.",
+    )
     return Table(tuple(header), tuple(body), caption=caption, notes=notes)
 
 

@@ -77,6 +77,13 @@ INSTRUCTION_COLUMNS: dict[str, tuple[str, str]] = {
     "energy_per_thread_instr_uncertainty_pj": ("pJ", "1σ, both kernels' uncertainties in quadrature"),
     "energy_per_warp_instr_pj": ("pJ", "per warp-instruction: × active lanes per warp (1 in the single shape)"),
     "energy_per_warp_instr_uncertainty_pj": ("pJ", "1σ of energy_per_warp_instr_pj"),
+    "idle_power_w": ("W", "board power at idle just before the instruction kernel"),
+    "dynamic_energy_per_thread_instr_pj": (
+        "pJ",
+        "as energy_per_thread_instr_pj after removing idle power × time from both kernels: the energy the "
+        "instruction adds above the board's idle draw",
+    ),
+    "dynamic_energy_per_thread_instr_uncertainty_pj": ("pJ", "1σ of dynamic_energy_per_thread_instr_pj"),
     "resolvable": (
         "",
         f"false when kernel − overhead is under {RESOLVE_SIGMAS:g}σ or not positive: energies are then noise",
@@ -143,6 +150,9 @@ class InstructionRow:
     energy_per_thread_instr_uncertainty_pj: float | None = None
     energy_per_warp_instr_pj: float | None = None
     energy_per_warp_instr_uncertainty_pj: float | None = None
+    idle_power_w: float | None = None
+    dynamic_energy_per_thread_instr_pj: float | None = None
+    dynamic_energy_per_thread_instr_uncertainty_pj: float | None = None
     resolvable: bool | None = None
     repeat_diff_pct: float | None = None
     technique: str = "mtsm"

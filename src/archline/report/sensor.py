@@ -136,9 +136,10 @@ def render_calibration(run: RunDir, out_dir: Path) -> RenderedReport:
         doc.add(Para(f"{src} could not be fitted: {why}"))
     rec = _load_recording(run)
     figs = []
-    if rec is not None:
-        if _plot_loads(rec, (0.01, 0.05, 0.2), out_dir / "sensor_loads.png", "Power sources around known loads"):
-            figs.append(Figure("sensor_loads.png", "Readings of each NVML power source around known loads"))
+    if rec is not None and _plot_loads(
+        rec, (0.01, 0.05, 0.2), out_dir / "sensor_loads.png", "Power sources around known loads"
+    ):
+        figs.append(Figure("sensor_loads.png", "Readings of each NVML power source around known loads"))
     doc.add(*figs)
     md, html = write_document(doc, out_dir)
     return RenderedReport("sensor-calibration", md, html, tuple(out_dir / f.path for f in figs), run.manifest.status)

@@ -37,8 +37,10 @@ DEFAULT_SOURCES: tuple[str, ...] = (
     "nvml.buffer",
     "nvml.instant",
     "nvml.average",
+    "nvml.usage",
     "nvml.energy",
     "nvml.sm_clock",
+    "nvml.mem_clock",
     "nvml.temperature",
     "nvml.throttle",
 )
@@ -348,47 +350,72 @@ class BufferSource(_NVMLSource):
         return Readings(self.name, self.quantity, ts.astype(np.float64) * 1e-6, vals * 1e-3)
 
 
-class FieldSource(_NVMLSource):
-    """A power field read with ``nvmlDeviceGetFieldValues`` (instant: 186, average: 185).
+class _ChangeOnly(_NVMLSource):
+    """A polled power value that updates far less often than it is polled.
 
-    Units: W. NVML stamps the value with the query time, not with the time the value was
-    produced (measured on H100/H200: the value changes every ~100 ms), so ``t_s`` is the host
-    time of the query and the update times must be inferred from value changes.
+    Polling every 5 ms a value that changes every 100 ms returns each value ~20 times; only
+    the first query that sees a new value is kept, stamped at that query. The stamp is then
+    the update time to within one poll interval, and the repeats (Burtscher's "repeated
+    readings") never reach the analysis. ``meta['polls']`` counts every query.
     """
 
     quantity: Quantity = "power"
     poll_interval_s = 0.005
 
+    def __init__(self, session: NVMLSession) -> None:
+        super().__init__(session)
+        self._last: float | None = None
+        self._polls = 0
+
+    def _value_w(self) -> float:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _read(self) -> Readings:
+        t0 = time.time_ns()
+        v = self._value_w()
+        t1 = time.time_ns()
+        self._polls += 1
+        if v == self._last:
+            return empty_readings(self.name, self.quantity)
+        self._last = v
+        r = self._one((t0 + t1) * 0.5e-9, v)
+        return Readings(r.source, r.quantity, r.t_s, r.value, {"polls": self._polls, "change_only": True})
+
+
+class FieldSource(_ChangeOnly):
+    """A power field read with ``nvmlDeviceGetFieldValues`` (instant: 186, average: 185).
+
+    Units: W. NVML stamps the value with the query time, not with the time the value was
+    produced (measured on H100/H200: the value changes every ~100 ms), so only changes are
+    kept, stamped at the first query that saw them (see :class:`_ChangeOnly`).
+    """
+
     def __init__(self, session: NVMLSession, field_id: int, name: str) -> None:
         super().__init__(session)
         self._fid = field_id
         self.name = name
-        self.nominal_period_s = 0.1 if field_id == _FI_POWER_INSTANT else 1.0
+        self.nominal_period_s = 0.1
 
-    def _read(self) -> Readings:
+    def _value_w(self) -> float:
         nv = _nvml()
-        t0 = time.time_ns()
         (fv,) = nv.nvmlDeviceGetFieldValues(self._h, [self._fid])
-        t1 = time.time_ns()
         if int(fv.nvmlReturn) != nv.NVML_SUCCESS:
             raise nv.NVMLError(int(fv.nvmlReturn))
-        return self._one((t0 + t1) * 0.5e-9, float(fv.value.uiVal) * 1e-3)
+        return float(fv.value.uiVal) * 1e-3
 
 
-class UsageSource(_NVMLSource):
-    """``nvmlDeviceGetPowerUsage`` (W; on Ampere and later a 1 s average; ``nvidia-smi power.draw``)."""
+class UsageSource(_ChangeOnly):
+    """``nvmlDeviceGetPowerUsage`` (W; on Ampere and later a 1 s average; ``nvidia-smi power.draw``).
+
+    Only changes are kept (see :class:`_ChangeOnly`).
+    """
 
     name = "nvml.usage"
-    quantity: Quantity = "power"
     poll_interval_s = 0.01
     nominal_period_s = 0.1
 
-    def _read(self) -> Readings:
-        nv = _nvml()
-        t0 = time.time_ns()
-        mw = nv.nvmlDeviceGetPowerUsage(self._h)
-        t1 = time.time_ns()
-        return self._one((t0 + t1) * 0.5e-9, float(mw) * 1e-3)
+    def _value_w(self) -> float:
+        return float(_nvml().nvmlDeviceGetPowerUsage(self._h)) * 1e-3
 
 
 class EnergySource(_NVMLSource):
