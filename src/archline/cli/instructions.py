@@ -129,7 +129,9 @@ def _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s) -> 
                 target_s=target_s,
             )
             est = s.estimator(progress=lambda m: err_console.print(f"archline: sensor calibration: {m}"))
-            runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s, warmup=False), estimator=est)
+            # Short idle gaps: the overhead kernel follows its instruction kernel at once by design.
+            opts = RunnerOptions(target_s=target_s, warmup=False, idle_gap_s=0.2)
+            runner = Runner(s.ex, s.sampler, opts, estimator=est)
             with Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
