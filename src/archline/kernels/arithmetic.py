@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archline.kernels.chain_kernel import chain_kernel, rounds_for
+from archline.kernels.chain_table import CHAINS
 from archline.kernels.chains import ChainDef
-from archline.kernels.chains_fp import FP_CHAINS
-from archline.kernels.chains_int import INT_CHAINS
 from archline.kernels.spec import KernelSpec, Launch
 
 __all__ = ["ARITH_TABLE", "BLOCK_SWEEP", "BPS_SWEEP", "ArithEntry", "arithmetic_kernels", "fp32_fma_occupancy"]
@@ -87,7 +86,7 @@ BPS_SWEEP = (1, 2, 4, 8)
 
 
 def _chain(key: str) -> ChainDef:
-    return INT_CHAINS[key] if key in INT_CHAINS else FP_CHAINS[key]
+    return CHAINS[key]
 
 
 def _build(

@@ -29,6 +29,7 @@ __all__ = [
     "Seed",
     "affine_ref",
     "chain_args",
+    "check_chain",
     "decode_state",
     "domain_ref",
     "emit_round",
@@ -38,6 +39,7 @@ __all__ = [
     "seed_chain",
     "seed_state_np",
     "simulate_ref",
+    "state_words",
 ]
 
 Ops = Mapping[str, float | int]

@@ -1,4 +1,4 @@
-"""Integer, logic and multi-precision chains (PTX templates plus their exact host references)."""
+"""Integer and multi-precision chains that feed themselves (PTX templates plus exact host references)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,11 @@ from archline.kernels.chains import (
     Seed,
     affine_ref,
     periodic_ref,
-    simulate_ref,
 )
 from archline.kernels.ptx import RegClass
 from archline.kernels.verify import State, affine_power, apply_affine
 
-__all__ = ["INT_CHAINS"]
+__all__ = ["INT_CHAINS", "K_MUL", "bit_length", "brev32", "popcount", "to_i32", "to_u32"]
 
 M32 = np.uint64(0xFFFFFFFF)
 #: Odd run-time multiplier of the IMAD carrier and of the multiply chains.
@@ -29,11 +28,11 @@ C_ADD = 0x6A09E667
 U = np.uint64
 
 
-def _u32(x: NDArray[np.generic]) -> NDArray[np.uint32]:
+def to_u32(x: NDArray[np.generic]) -> NDArray[np.uint32]:
     return np.asarray((np.asarray(x).astype(np.uint64) & M32).astype(np.uint32))
 
 
-def _i32(x: NDArray[np.generic]) -> NDArray[np.int64]:
+def to_i32(x: NDArray[np.generic]) -> NDArray[np.int64]:
     return np.asarray(x).astype(np.uint32).view(np.int32).astype(np.int64)
 
 
@@ -59,58 +58,6 @@ def brev32(x: NDArray[np.generic]) -> NDArray[np.uint32]:
     return out
 
 
-def _carrier(
-    key: str,
-    title: str,
-    target: str,
-    fx: Callable[[NDArray[np.uint32], NDArray[np.uint32], Ops], NDArray[np.generic]],
-    *,
-    sass: tuple[tuple[str, float], ...],
-    domain: Callable[[State, Ops], str | None] | None = None,
-    operands: tuple[Operand, ...] = (),
-    unit: str = "int32",
-    sass_per_target: float = 1.0,
-    spec_key: str | None = None,
-    note: str = "",
-) -> ChainDef:
-    """``x = target(x, y); y = y * kc + x``: the IMAD carrier keeps ptxas from folding a target it
-    could otherwise fuse or collapse (logic ops into one LOP3, idempotent ops), and keeps the
-    operands changing."""
-
-    def step(st: State, ops: Ops) -> State:
-        x, y = st
-        x2 = _u32(fx(np.asarray(x), np.asarray(y), ops))
-        y2 = _u32(np.asarray(y).astype(np.uint64) * U(int(ops["kc"])) + x2.astype(np.uint64))
-        return [x2, y2]
-
-    def no_domain(st: State, ops: Ops) -> str | None:
-        return None
-
-    return ChainDef(
-        key=key,
-        title=title,
-        unit=unit,
-        state=(("x", "b32", Seed("int", 0x3C6EF372)), ("y", "b32", Seed("int", 0xA54FF53A))),
-        body=((target, True), ("mad.lo.u32 {y}, {y}, {kc}, {x};", False)),
-        sass=(*sass, ("IMAD$", 1.0)),
-        ref=simulate_ref(step, domain or no_domain),
-        overhead_ref=affine_ref(lambda ops: ([[1, 0], [1, int(ops["kc"])]], [0, 0], 32)),
-        operands=(Operand("kc", "u32", K_MUL, "b32"), *operands),
-        sass_per_target=sass_per_target + 1.0,
-        spec_key=spec_key,
-        template="carrier",
-        note=note,
-    )
-
-
-def _bound(limit: int, what: str) -> Callable[[State, Ops], str | None]:
-    def check(st: State, ops: Ops) -> str | None:
-        bad = np.flatnonzero(np.asarray(st[0]).astype(np.uint64) > U(limit))
-        return f"{what} result {int(st[0][bad[0]])} > {limit} in thread {int(bad[0])}" if bad.size else None
-
-    return check
-
-
 def _mp_ref(sub: bool) -> Reference:
     """64-bit Fibonacci leapfrog kept as four 32-bit words (add.cc/addc or sub.cc/subc)."""
     a = [[1, -1], [-1, 2]] if sub else [[1, 1], [1, 2]]
@@ -119,7 +66,7 @@ def _mp_ref(sub: bool) -> Reference:
         al, ah, bl, bh = (np.asarray(v).astype(np.uint64) for v in st)
         an, bn = affine_power(a, [0, 0], n, 64)
         ra, rb = apply_affine(an, bn, [al | (ah << U(32)), bl | (bh << U(32))], 64)
-        return [_u32(ra), _u32(ra >> U(32)), _u32(rb), _u32(rb >> U(32))]
+        return [to_u32(ra), to_u32(ra >> U(32)), to_u32(rb), to_u32(rb >> U(32))]
 
     return Reference(advance=advance)
 
@@ -129,7 +76,7 @@ def _mad_cc_ref() -> Reference:
         lo, hi, x = (np.asarray(v).astype(np.uint64) for v in st)
         with np.errstate(over="ignore"):
             acc = (lo | (hi << U(32))) + U(n % (1 << 64)) * (x * U(int(ops["k"])))
-        return [_u32(acc), _u32(acc >> U(32)), _u32(x)]
+        return [to_u32(acc), to_u32(acc >> U(32)), to_u32(x)]
 
     return Reference(advance=advance)
 
@@ -142,7 +89,7 @@ def _mad24_ref() -> Reference:
         y = np.asarray(st[0]).astype(np.uint64) & U(0xFFFFFF)
         an, bn = affine_power([[k24]], [c], n - 1, 24)
         (y,) = apply_affine(an, bn, [y], 24)
-        return [_u32(y * U(k24) + U(c))]
+        return [to_u32(y * U(k24) + U(c))]
 
     return Reference(advance=advance)
 
@@ -151,7 +98,7 @@ def _rot_ref() -> Reference:
     def advance(st: State, n: int, ops: Ops, threads: int) -> State:
         r = (n * int(ops["k"])) % 32
         x = np.asarray(st[0]).astype(np.uint64)
-        return [_u32((x << U(r)) | (x >> U(32 - r))) if r else _u32(x)]
+        return [to_u32((x << U(r)) | (x >> U(32 - r))) if r else to_u32(x)]
 
     return Reference(advance=advance)
 
@@ -160,10 +107,10 @@ def _minmax(signed: bool, op: str) -> Callable[[State, Ops], State]:
     f = np.minimum if op == "min" else np.maximum
 
     def step(st: State, ops: Ops) -> State:
-        conv = _i32 if signed else (lambda v: np.asarray(v).astype(np.int64))
+        conv = to_i32 if signed else (lambda v: np.asarray(v).astype(np.int64))
         a = f(conv(st[0]), conv(st[1]))
         b = f(conv(st[1]), a)
-        return [_u32(a), _u32(b)]
+        return [to_u32(a), to_u32(b)]
 
     return step
 
@@ -171,24 +118,14 @@ def _minmax(signed: bool, op: str) -> Callable[[State, Ops], State]:
 def _div_step(signed: bool) -> Callable[[State, Ops], State]:
     def step(st: State, ops: Ops) -> State:
         x = np.asarray(st[0]).astype(np.int64)
-        return [_u32(np.int64(int(ops["d"])) // x)]
+        return [to_u32(np.int64(int(ops["d"])) // x)]
 
     return step
 
 
-def _rem(signed: bool) -> Callable[[NDArray[np.uint32], NDArray[np.uint32], Ops], NDArray[np.generic]]:
-    def f(x: NDArray[np.uint32], y: NDArray[np.uint32], ops: Ops) -> NDArray[np.generic]:
-        d = int(ops["d"])
-        if signed:
-            return np.asarray(np.fmod(_i32(y), np.int64(d)))
-        return np.asarray(y.astype(np.uint64) % U(d))
-
-    return f
-
-
 def _sad_step(st: State, ops: Ops) -> State:
     x = np.asarray(st[0]).astype(np.int64)
-    return [_u32(np.abs(x - int(ops["sa"])) + int(ops["sb"]))]
+    return [to_u32(np.abs(x - int(ops["sa"])) + int(ops["sb"]))]
 
 
 def _bfind_step(st: State, ops: Ops) -> State:
@@ -429,113 +366,6 @@ def _defs() -> list[ChainDef]:
             _mad_cc_ref(),
             operands=(k,),
             spec_key="int32.mul",
-        ),
-    ]
-    d += [
-        _carrier(
-            "and.b32",
-            "and.b32 x &= y",
-            "and.b32 {x}, {x}, {y};",
-            lambda x, y, o: x & y,
-            sass=(logic,),
-            spec_key="int32.logic",
-        ),
-        _carrier(
-            "or.b32",
-            "or.b32 x |= y",
-            "or.b32 {x}, {x}, {y};",
-            lambda x, y, o: x | y,
-            sass=(logic,),
-            spec_key="int32.logic",
-        ),
-        _carrier(
-            "xor.b32",
-            "xor.b32 x ^= y",
-            "xor.b32 {x}, {x}, {y};",
-            lambda x, y, o: x ^ y,
-            sass=(logic,),
-            spec_key="int32.logic",
-        ),
-        _carrier(
-            "not.b32", "not.b32 x = ~y", "not.b32 {x}, {y};", lambda x, y, o: ~y, sass=(logic,), spec_key="int32.logic"
-        ),
-        _carrier(
-            "cnot.b32",
-            "cnot.b32 x = (y == 0)",
-            "cnot.b32 {x}, {y};",
-            lambda x, y, o: (y == 0).astype(np.uint32),
-            sass=(("ISETP", 1.0), ("SEL", 1.0)),
-            domain=_bound(1, "cnot"),
-            sass_per_target=3.0,
-        ),
-        _carrier(
-            "abs.s32", "abs.s32 x = |y|", "abs.s32 {x}, {y};", lambda x, y, o: np.abs(_i32(y)), sass=(("IABS", 1.0),)
-        ),
-        _carrier(
-            "shl.b32",
-            "shl.b32 x = y << 5",
-            "shl.b32 {x}, {y}, {sh};",
-            lambda x, y, o: y.astype(np.uint64) << U(int(o["sh"])),
-            sass=(("SHF\\.L|IMAD\\.SHL", 1.0),),
-            operands=(Operand("sh", "u32", 5, "b32"),),
-            spec_key="int32.shift",
-        ),
-        _carrier(
-            "shr.u32",
-            "shr.u32 x = y >> 5",
-            "shr.u32 {x}, {y}, {sh};",
-            lambda x, y, o: y >> np.uint32(int(o["sh"])),
-            sass=(("SHF\\.R", 1.0),),
-            domain=_bound((1 << 27) - 1, "shr"),
-            operands=(Operand("sh", "u32", 5, "b32"),),
-            spec_key="int32.shift",
-        ),
-        _carrier(
-            "popc.b32",
-            "popc.b32 x = popc(y)",
-            "popc.b32 {x}, {y};",
-            lambda x, y, o: popcount(y),
-            sass=(("POPC", 1.0),),
-            domain=_bound(32, "popc"),
-            spec_key="popc",
-        ),
-        _carrier(
-            "clz.b32",
-            "clz.b32 x = clz(y) (FLO then 31 - r)",
-            "clz.b32 {x}, {y};",
-            lambda x, y, o: 32 - bit_length(y),
-            sass=(("FLO", 1.0),),
-            domain=_bound(32, "clz"),
-            sass_per_target=2.0,
-            spec_key="clz",
-        ),
-        _carrier(
-            "rem.u32",
-            "rem.u32 x = y % d (d loop-invariant: ptxas hoists its reciprocal)",
-            "rem.u32 {x}, {y}, {d};",
-            _rem(False),
-            sass=(("IMAD\\.HI\\.U32", 1.0),),
-            operands=(Operand("d", "u32", 0x7FFFFFF1, "b32"),),
-            domain=_bound(0x7FFFFFF0, "rem"),
-            sass_per_target=9.0,
-        ),
-        _carrier(
-            "rem.s32",
-            "rem.s32 x = y % d (d loop-invariant: ptxas hoists its reciprocal)",
-            "rem.s32 {x}, {y}, {d};",
-            _rem(True),
-            sass=(("IMAD\\.HI\\.U32", 1.0),),
-            operands=(Operand("d", "s32", 0x3FFFFFF1, "b32"),),
-            sass_per_target=12.0,
-        ),
-        _carrier(
-            "copysign.f32",
-            "copysign.f32 x = copysign(-1, y) on the bits of y",
-            "copysign.f32 {x}, {sg}, {y};",
-            lambda x, y, o: (y & np.uint32(0x7FFFFFFF)) | np.uint32(int(o["sg"]) & 0x80000000),
-            sass=(logic,),
-            operands=(Operand("sg", "u32", 0xBF800000, "b32"),),
-            unit="fp32",
         ),
     ]
     return d

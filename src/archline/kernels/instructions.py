@@ -9,9 +9,8 @@ from typing import Literal
 
 from archline.errors import UnknownNameError
 from archline.kernels.chain_kernel import chain_kernel, rounds_for
+from archline.kernels.chain_table import CHAINS
 from archline.kernels.chains import ChainDef
-from archline.kernels.chains_fp import FP_CHAINS
-from archline.kernels.chains_int import INT_CHAINS
 from archline.kernels.spec import KernelSpec, Launch
 
 __all__ = [
@@ -38,7 +37,7 @@ BODY_SASS = 256
 #: Chains that only serve the throughput class (mixtures, not single instructions).
 _THROUGHPUT_ONLY = {"minmax.u32", "ex2lg2.approx.f32"}
 
-INSTRUCTION_KEYS: tuple[str, ...] = tuple(k for k in [*INT_CHAINS, *FP_CHAINS] if k not in _THROUGHPUT_ONLY)
+INSTRUCTION_KEYS: tuple[str, ...] = tuple(k for k in CHAINS if k not in _THROUGHPUT_ONLY)
 
 
 @dataclass(frozen=True)
@@ -60,10 +59,8 @@ class InstructionPair:
 
 def instruction_chain(key: str) -> ChainDef:
     """The chain definition behind instruction ``key`` (``add.u32``, ``div.rn.f32`` …)."""
-    if key in INT_CHAINS:
-        return INT_CHAINS[key]
-    if key in FP_CHAINS:
-        return FP_CHAINS[key]
+    if key in CHAINS:
+        return CHAINS[key]
     raise UnknownNameError(f"unknown instruction {key!r}")
 
 

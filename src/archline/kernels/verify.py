@@ -12,12 +12,14 @@ from archline.kernels.ptx import LIVE_SEED, SEED_MUL, SEED_STEP, RegClass
 from archline.kernels.spec import VerifyFn
 
 __all__ = [
+    "MASK32",
     "Reject",
     "State",
     "advance_periodic",
     "affine_power",
     "apply_affine",
     "check_equal",
+    "check_live",
     "expected_live",
     "out_words",
     "seed_words",
