@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from archline.measure.attribute_api import Attribution
+from archline.measurement.attribute_api import Attribution
 
 
 def gemm_workload() -> tuple[str, Callable[[], None]]:

@@ -42,7 +42,7 @@ print(" ".join(map(str, sorted(seen))))
 
 
 def capture(gpu: int, seconds: float) -> dict[str, float]:
-    from archline.measure.sampler import Sampler
+    from archline.measurement.sampler import Sampler
     from archline.sensors.nvml import open_sources
 
     ref = subprocess.Popen([sys.executable, "-c", REF, str(gpu), str(seconds)], stdout=subprocess.PIPE, text=True)
@@ -72,7 +72,7 @@ def capture(gpu: int, seconds: float) -> dict[str, float]:
 def runtime(gpu: int, seconds: float) -> dict[str, float]:
     from archline.bench.load import BusyLoad
     from archline.gpu.cuda import CudaExecutor
-    from archline.measure.sampler import Sampler
+    from archline.measurement.sampler import Sampler
     from archline.sensors.nvml import open_sources
 
     ex = CudaExecutor(gpu)

@@ -16,9 +16,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.helpers import h200_probe
 from tests.helpers.signals import calibration_loads, isolated_pulses, kernels
 
-from archline.measure.calibration import fit_sensor
-from archline.measure.sensor_model import SensorModel
-from archline.measure.windows import window_energies
+from archline.measurement.calibration import fit_sensor
+from archline.measurement.sensor_model import SensorModel
+from archline.measurement.windows import window_energies
 from archline.sensors.simulated import SimulatedSensor, simulate_power
 
 K20 = SimulatedSensor.k20(noise_w=0.05)

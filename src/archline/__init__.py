@@ -16,17 +16,17 @@ from archline.errors import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from archline.measure.api import CallableEnergy, Measurement, measure, measure_callable
-    from archline.measure.attribute_api import Attribution, attribute
+    from archline.measurement.api import CallableEnergy, Measurement, measure, measure_callable
+    from archline.measurement.attribute_api import Attribution, attribute
 
 # The measuring API pulls in scipy; import it on first use so the CLI starts quickly.
 _LAZY = {
-    "CallableEnergy": "archline.measure.api",
-    "Measurement": "archline.measure.api",
-    "measure": "archline.measure.api",
-    "measure_callable": "archline.measure.api",
-    "Attribution": "archline.measure.attribute_api",
-    "attribute": "archline.measure.attribute_api",
+    "CallableEnergy": "archline.measurement.api",
+    "Measurement": "archline.measurement.api",
+    "measure": "archline.measurement.api",
+    "measure_callable": "archline.measurement.api",
+    "Attribution": "archline.measurement.attribute_api",
+    "attribute": "archline.measurement.attribute_api",
 }
 
 

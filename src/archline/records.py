@@ -193,9 +193,7 @@ def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     p = Path(path)
     try:
         with p.open(newline="", encoding="utf-8") as fh:
-            return [
-                {k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fh)
-            ]
+            return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fh)]
     except FileNotFoundError:
         raise RunDirError(f"{p}: file not found") from None
     except (csv.Error, UnicodeDecodeError) as exc:

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from archline.errors import CUPTIUnavailableError, GPUUnavailableError
-from archline.measure.activity import ActivityRecord
-from archline.measure.attribute_api import Backend
+from archline.measurement.activity import ActivityRecord
+from archline.measurement.attribute_api import Backend
 from archline.sensors.base import Readings, empty_readings
 
 #: The FakeGPU a test installed, so that a program run in-process can launch 'kernels' on it.

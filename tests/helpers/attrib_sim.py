@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measure.activity import ActivityRecord
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord
+from archline.measurement.recording import Recording
 from archline.sensors.base import Readings
 
 F64 = NDArray[np.float64]

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from archline.gpu.base import DeviceInfo, LaunchResult
-from archline.measure.recording import Recording, Region
+from archline.measurement.recording import Recording, Region
 from archline.sensors.base import Readings
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from archline.measure.recording import Region
+from archline.measurement.recording import Region
 from archline.sensors.base import Readings
 
 DATA = Path(__file__).resolve().parent.parent / "data"

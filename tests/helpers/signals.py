@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archline.measure.recording import Region
+from archline.measurement.recording import Region
 from archline.sensors.simulated import PiecewisePower
 
 T0_S = 1_700_000_000.0

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from archline.errors import RunDirError, SensorError
-from archline.measure.activity import ActivityRecord
-from archline.measure.attribution import AttributionOptions, attribute_energy
-from archline.measure.attribution_result import AttributionResult
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord
+from archline.measurement.attribution import AttributionOptions, attribute_energy
+from archline.measurement.attribution_result import AttributionResult
+from archline.measurement.recording import Recording
 from archline.sensors.base import Readings
 from tests.helpers.attrib_sim import EPOCH_S, SensorSim, SimKernel, long_kernel_run, simulate_program
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archline.measure.activity import ActivityRecord
-from archline.measure.attribution import attribute_energy
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord
+from archline.measurement.attribution import attribute_energy
+from archline.measurement.recording import Recording
 from archline.sensors.base import Readings
 from tests.helpers.attrib_sim import SensorSim, SimKernel, simulate_program
 

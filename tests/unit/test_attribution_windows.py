@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from archline.errors import SensorError
-from archline.measure.attribution_windows import (
+from archline.measurement.attribution_windows import (
     BufferIntegral,
     Coverage,
     buffer_windows,

@@ -58,7 +58,7 @@ def test_measure_callable_gives_one_calls_energy() -> None:
         call, sources=[AveragingLiveSensor(gpu)], sync=lambda: None, target_rel_error=0.05, max_total_s=6
     )
     assert res.calls >= res.repetitions >= 3
-    assert res.calls_per_repetition * 0.004 >= 10 * 0.02 * 0.9  # spans ~10 sensor updates
+    assert res.calls_per_repetition * res.time_s >= 10 * 0.02 * 0.9  # spans ~10 sensor updates
     rec = res.trace
     assert rec is not None
     reps = [r for r in rec.regions if r.name.startswith("rep")]

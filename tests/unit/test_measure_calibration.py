@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from archline.errors import ModelFileError, SensorError
-from archline.measure.calibration import SensorFit, fit_sensor
-from archline.measure.profile import (
+from archline.measurement.calibration import SensorFit, fit_sensor
+from archline.measurement.profile import (
     SensorProfile,
     fit_profile,
     load_profile,
@@ -18,8 +18,8 @@ from archline.measure.profile import (
     save_profile,
     sensor_cache_dir,
 )
-from archline.measure.recording import Recording
-from archline.measure.windows import window_energies
+from archline.measurement.recording import Recording
+from archline.measurement.windows import window_energies
 from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers import h200_probe
 from tests.helpers.signals import calibration_loads, kernels

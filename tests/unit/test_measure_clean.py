@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from archline.errors import SensorError
-from archline.measure.clean import (
+from archline.measurement.clean import (
     drop_repeats,
     estimate_noise_w,
     find_displaced,
@@ -14,8 +14,8 @@ from archline.measure.clean import (
     undisplace,
     update_period,
 )
-from archline.measure.integrate import cumulative_j, integrate_j, integrate_windows_j
-from archline.measure.lagged import correct_lag, correction_matrix, fit_lag_step
+from archline.measurement.integrate import cumulative_j, integrate_j, integrate_windows_j
+from archline.measurement.lagged import correct_lag, correction_matrix, fit_lag_step
 from archline.sensors.base import Readings
 from archline.sensors.simulated import SimulatedSensor, simulate_polled, simulate_power
 from tests.helpers.signals import T0_S, kernels, step

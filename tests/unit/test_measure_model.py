@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from archline.errors import SensorError, UnknownNameError
-from archline.measure.sensor_model import classify, infer_model, parse_kind
+from archline.measurement.sensor_model import classify, infer_model, parse_kind
 from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers.signals import kernels
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from archline.errors import InputError, SensorError
-from archline.measure.recording import Recording, Region
-from archline.measure.repetition import estimate_call_energy, plan_repetitions, updates_for
-from archline.measure.sensor_model import SensorModel
-from archline.measure.techniques import compare_techniques, end_instant, mtsm, sma
+from archline.measurement.recording import Recording, Region
+from archline.measurement.repetition import estimate_call_energy, plan_repetitions, updates_for
+from archline.measurement.sensor_model import SensorModel
+from archline.measurement.techniques import compare_techniques, end_instant, mtsm, sma
 from archline.sensors.base import Readings
 from archline.sensors.simulated import PiecewisePower, SimulatedSensor, simulate_power
 from tests.helpers.signals import T0_S, kernels

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.measure.calibration import fit_sensor
-from archline.measure.sensor_model import SensorModel
-from archline.measure.windows import WindowEnergy, window_energies
+from archline.measurement.calibration import fit_sensor
+from archline.measurement.sensor_model import SensorModel
+from archline.measurement.windows import WindowEnergy, window_energies
 from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers.signals import Scenario, calibration_loads, isolated_pulses, kernels
 

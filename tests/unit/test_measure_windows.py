@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from archline.errors import SensorError
-from archline.measure.recording import Region
-from archline.measure.sensor_model import SensorModel
-from archline.measure.windows import window_energies
+from archline.measurement.recording import Region
+from archline.measurement.sensor_model import SensorModel
+from archline.measurement.windows import window_energies
 from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers.signals import T0_S, isolated_pulses, kernels
 

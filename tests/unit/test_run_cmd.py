@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from archline.cli import run_cmd
 from archline.cli.app import app
 from archline.errors import CommandError, InputError
-from archline.measure.attribute_api import attribute
-from archline.measure.program import classify_command
+from archline.measurement.attribute_api import attribute
+from archline.measurement.program import classify_command
 from archline.records import RunDir
 from tests.helpers import attrib_fakes
 from tests.helpers.attrib_fakes import FakeGPU

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from archline.errors import SensorError
-from archline.measure.sampler import Sampler
+from archline.measurement.sampler import Sampler
 from archline.sensors.base import PowerSource, Quantity, Readings, empty_readings
 
 

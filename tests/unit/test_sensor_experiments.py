@@ -11,7 +11,7 @@ from archline.bench.calibrate import fit_all
 from archline.bench.energy import WindowEstimate, WindowEstimator, estimate_window
 from archline.bench.load import BusyLoad
 from archline.bench.sensor_experiments import analyze_validation, run_calibration_loads, run_validation_loads
-from archline.measure.recording import Recording, Region
+from archline.measurement.recording import Recording, Region
 from archline.records import Manifest, RunDir
 from archline.report.sensor import render_calibration, render_validation
 from archline.sensors.simulated import PiecewisePower, SimulatedSensor, simulate_energy, simulate_power

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from archline.errors import TraceError
-from archline.measure.recording import Recording, Region
+from archline.measurement.recording import Recording, Region
 from archline.sensors.base import Readings
 from archline.sensors.trace import (
     check_windows,

@@ -11,9 +11,9 @@ from archline.bench.load import BusyLoad
 from archline.bench.sensor_experiments import run_calibration_loads
 from archline.errors import ArchlineError
 from archline.gpu.base import Executor
-from archline.measure.profile import SensorProfile, fit_profile, load_profile, save_profile
-from archline.measure.recording import Recording, Region
-from archline.measure.sampler import Sampler
+from archline.measurement.profile import SensorProfile, fit_profile, load_profile, save_profile
+from archline.measurement.recording import Recording, Region
+from archline.measurement.sampler import Sampler
 
 __all__ = ["CALIBRATED_SOURCES", "Calibration", "calibrate", "estimator_for"]
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from archline.errors import SensorError
-from archline.measure.recording import Recording, Region
-from archline.measure.sensor_model import SensorModel, infer_model
-from archline.measure.windows import window_energies
+from archline.measurement.recording import Recording, Region
+from archline.measurement.sensor_model import SensorModel, infer_model
+from archline.measurement.windows import window_energies
 from archline.sensors.base import Readings
 from archline.sensors.nvml import decode_throttle
 

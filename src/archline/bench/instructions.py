@@ -9,7 +9,7 @@ from typing import Any
 from archline.bench.energy import counter_energy_j
 from archline.bench.runner import KernelRun, Runner
 from archline.kernels.instructions import InstructionPair
-from archline.measure.techniques import compare_techniques
+from archline.measurement.techniques import compare_techniques
 from archline.records import RunDir
 from archline.report.instructions_schema import (
     InstructionRow,

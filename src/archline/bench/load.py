@@ -9,7 +9,7 @@ import numpy as np
 
 from archline.gpu.base import Executor
 from archline.kernels.load import busy_spec
-from archline.measure.recording import Region
+from archline.measurement.recording import Region
 from archline.sensors.base import Clock, SystemClock
 
 __all__ = ["BusyLoad"]

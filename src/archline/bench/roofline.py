@@ -139,7 +139,7 @@ def measure_heldout(
 
     Returns the model's held-out rows and a log row per workload (with failures).
     """
-    from archline.measure.api import measure_callable
+    from archline.measurement.api import measure_callable
 
     rows: list[Any] = []
     log: list[dict[str, Any]] = []

@@ -14,8 +14,8 @@ from archline.bench.energy import WindowEstimate, estimate_window
 from archline.errors import BenchmarkError
 from archline.gpu.base import Executor, LaunchResult
 from archline.kernels.spec import Arg, KernelSpec
-from archline.measure.recording import Recording, Region
-from archline.measure.sampler import Sampler
+from archline.measurement.recording import Recording, Region
+from archline.measurement.sampler import Sampler
 from archline.sensors.base import Clock, SystemClock
 
 __all__ = ["POISON_BYTE", "KernelRun", "Runner", "RunnerOptions"]

@@ -11,7 +11,7 @@ import numpy as np
 
 from archline.bench.energy import WindowEstimate, counter_energy_j, estimate_window
 from archline.bench.load import BusyLoad
-from archline.measure.recording import Recording, Region
+from archline.measurement.recording import Recording, Region
 
 __all__ = [
     "CALIBRATION_PULSES_S",

@@ -10,7 +10,7 @@ from typing import Any
 
 from archline.bench.energy import WindowEstimator
 from archline.gpu.base import Executor
-from archline.measure.sampler import Sampler
+from archline.measurement.sampler import Sampler
 from archline.records import Manifest, RunDir
 
 __all__ = ["GPUSession", "save_recording"]

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from archline.cli._common import console, handle_errors, print_json
 from archline.errors import InputError, ModelFileError, TraceError
-from archline.measure.recording import Region
+from archline.measurement.recording import Region
 from archline.sensors.base import Readings
 
 __all__ = ["load_trace", "register", "resolve_model"]
@@ -43,7 +43,7 @@ def load_trace(trace: Path, source: str | None) -> tuple[Readings, tuple[Region,
 
 
 def _profile_model(path: Path, source: str | None) -> Any:
-    from archline.measure.profile import SensorProfile
+    from archline.measurement.profile import SensorProfile
 
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
@@ -67,7 +67,7 @@ def _profile_model(path: Path, source: str | None) -> Any:
 
 def resolve_model(r: Readings, sensor: str, capacitance: float | None, profile: Path | None, source: str | None) -> Any:
     """The sensor model: from a profile file, else chosen from the data (with overrides)."""
-    from archline.measure.sensor_model import infer_model, parse_kind
+    from archline.measurement.sensor_model import infer_model, parse_kind
 
     if profile is not None:
         model = _profile_model(profile, source)
@@ -81,9 +81,9 @@ def resolve_model(r: Readings, sensor: str, capacitance: float | None, profile: 
 
 def _levels(r: Readings, model: Any, wins: tuple[Region, ...]) -> dict[str, float | None]:
     """Idle and active-idle power seen around the windows (W), for the sensor summary."""
-    from archline.measure.idle import idle_levels
-    from archline.measure.lagged import correct_lag
-    from archline.measure.windows import prepare_series
+    from archline.measurement.idle import idle_levels
+    from archline.measurement.lagged import correct_lag
+    from archline.measurement.windows import prepare_series
 
     settle = model.mixing_s + 2 * model.period_s
     if not model.correct_lag:
@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     ) -> None:
         """Energy of each window with a 1σ uncertainty, after correcting for the sensor's behaviour."""
-        from archline.measure.windows import window_energies
+        from archline.measurement.windows import window_energies
         from archline.sensors.trace import check_windows, read_windows_csv
 
         if max_rel <= 0:

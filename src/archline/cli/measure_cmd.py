@@ -20,7 +20,7 @@ __all__ = ["register"]
 
 def _run_measured(cmd: list[str], gpu: int) -> tuple[int, dict[str, Any]]:
     from archline.bench.energy import counter_energy_j
-    from archline.measure.api import Measurement
+    from archline.measurement.api import Measurement
     from archline.sensors.nvml import device_state
 
     exe = shutil.which(cmd[0]) if not Path(cmd[0]).exists() else cmd[0]

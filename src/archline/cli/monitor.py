@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Show live GPU power from every NVML source; optionally record it to a trace file."""
-        from archline.measure.sampler import Sampler
+        from archline.measurement.sampler import Sampler
         from archline.sensors.nvml import open_sources
         from archline.sensors.trace import write_trace_csv
 

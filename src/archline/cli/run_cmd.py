@@ -17,12 +17,12 @@ from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
 from archline.errors import CUPTIUnavailableError, InputError
-from archline.measure.activity import short_name
-from archline.measure.program import ProgramSpec, classify_command, run_binary, run_python
+from archline.measurement.activity import short_name
+from archline.measurement.program import ProgramSpec, classify_command, run_binary, run_python
 
 if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a command runs, not at CLI start
-    from archline.measure.attribute_api import Attribution, Backend
-    from archline.measure.attribution_result import AttributionResult, KernelRow
+    from archline.measurement.attribute_api import Attribution, Backend
+    from archline.measurement.attribution_result import AttributionResult, KernelRow
 
 __all__ = ["backend_factory", "register", "render_table", "run_program"]
 
@@ -66,7 +66,7 @@ def run_program(
     _select_gpu(gpu, env, notes)
     if backend is None:
         if backend_factory is None:
-            from archline.measure.attribute_api import nvml_backend
+            from archline.measurement.attribute_api import nvml_backend
 
             backend = nvml_backend()
         else:
@@ -89,7 +89,7 @@ def _run_in_process(
     backend: Backend,
     notes: list[str],
 ) -> tuple[Attribution, int, str | None]:
-    from archline.measure.attribute_api import Attribution
+    from archline.measurement.attribute_api import Attribution
 
     a = Attribution(gpu, out=out, force=force, trace=trace, backend=backend, command=spec.argv, kind="run")
     a.notes.extend(notes)
@@ -119,7 +119,7 @@ def _run_child(
             lib = build_injection()
         except CUPTIUnavailableError as exc:
             reason = f"the CUPTI injection library is unavailable ({exc})"
-    from archline.measure.attribute_api import Attribution
+    from archline.measurement.attribute_api import Attribution
 
     a = Attribution(gpu, out=out, force=force, trace=False, backend=backend, command=spec.argv, kind="run")
     a.notes.extend(notes)

@@ -95,7 +95,7 @@ def validate_cmd(
     from archline.bench.load import BusyLoad
     from archline.bench.sensor_experiments import analyze_validation, run_validation_loads, validation_table
     from archline.bench.session import GPUSession
-    from archline.measure.recording import Recording, Region
+    from archline.measurement.recording import Recording, Region
     from archline.report.sensor import render_validation
 
     with GPUSession(gpu, output, "sensor-validation", force=force) as s:

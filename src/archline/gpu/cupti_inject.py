@@ -13,7 +13,7 @@ from pathlib import Path
 
 from archline.errors import CUPTIUnavailableError, TraceError
 from archline.gpu.cupti_trace import ClockMap, ClockPair, RawActivity, to_records
-from archline.measure.activity import ActivityRecord, memcpy_name
+from archline.measurement.activity import ActivityRecord, memcpy_name
 
 __all__ = [
     "INJECTION_SOURCE",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from archline.errors import CUPTIUnavailableError
-from archline.measure.activity import ActivityKind, ActivityRecord, memcpy_name
+from archline.measurement.activity import ActivityKind, ActivityRecord, memcpy_name
 
 __all__ = [
     "ClockMap",

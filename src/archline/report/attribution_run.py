@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archline.errors import RunDirError
-from archline.measure.activity import ActivityRecord, short_name
-from archline.measure.attribution_result import AttributionResult
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord, short_name
+from archline.measurement.attribution_result import AttributionResult
+from archline.measurement.recording import Recording
 from archline.records import RunDir, atomic_write_text
 from archline.report.perfetto import write_perfetto
 from archline.report.timeline_plot import plot_timeline
@@ -79,7 +79,7 @@ def markdown_table(result: AttributionResult, *, top: int = 30) -> str:
 def render_attribution_report(run: RunDir, out_dir: Path) -> RenderedReport:
     """``archline report`` for ``run``/``attribute`` directories: redo the attribution from the raw
     traces (any machine) and write ``report.md`` with the table, notes, plot and Perfetto trace."""
-    from archline.measure.attribution_io import load_raw
+    from archline.measurement.attribution_io import load_raw
     from archline.report.registry import RenderedReport
 
     try:
@@ -88,7 +88,7 @@ def render_attribution_report(run: RunDir, out_dir: Path) -> RenderedReport:
         raw = None
     warnings: list[str] = []
     if raw is not None:
-        from archline.measure.attribution import attribute_energy
+        from archline.measurement.attribution import attribute_energy
 
         result = attribute_energy(raw.recording, raw.activities, program_span=raw.program_span)
         files = write_attribution_outputs(out_dir, raw.recording, raw.activities, result, program_span=raw.program_span)

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from archline.errors import SensorError
-from archline.measure.activity import ActivityRecord
-from archline.measure.attribution_result import AttributionResult
-from archline.measure.attribution_windows import counter_windows
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord
+from archline.measurement.attribution_result import AttributionResult
+from archline.measurement.attribution_windows import counter_windows
+from archline.measurement.recording import Recording
 from archline.records import atomic_write_text
 
 __all__ = ["perfetto_events", "write_perfetto"]

@@ -12,10 +12,10 @@ from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
 from archline.errors import SensorError
-from archline.measure.activity import ActivityRecord, short_name
-from archline.measure.attribution_result import AttributionResult
-from archline.measure.attribution_windows import counter_windows, window_overlap
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord, short_name
+from archline.measurement.attribution_result import AttributionResult
+from archline.measurement.attribution_windows import counter_windows, window_overlap
+from archline.measurement.recording import Recording
 from archline.records import atomic_write_bytes
 
 __all__ = ["merge_spans", "plot_timeline"]

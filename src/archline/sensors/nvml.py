@@ -32,7 +32,7 @@ __all__ = [
     "open_sources",
 ]
 
-#: Sources opened by default (see measure/recording.py for their meaning).
+#: Sources opened by default (see measurement/recording.py for their meaning).
 DEFAULT_SOURCES: tuple[str, ...] = (
     "nvml.buffer",
     "nvml.instant",

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from archline.errors import TraceError
-from archline.measure.recording import Recording, Region
+from archline.measurement.recording import Recording, Region
 from archline.records import atomic_open, to_jsonable
 from archline.sensors.base import Quantity, Readings
 

@@ -17,8 +17,8 @@ from numpy.typing import NDArray
 from scipy import sparse
 from scipy.sparse import linalg as splinalg
 
-from archline.measure.lagged import correction_matrix
-from archline.measure.response import kernel_support_s, rect_response
+from archline.measurement.lagged import correction_matrix
+from archline.measurement.response import kernel_support_s, rect_response
 
 __all__ = ["Series", "Solution", "build_segments", "solve_levels"]
 
@@ -48,7 +48,7 @@ class Series:
         """The 0.1 and 99.9 percentiles of the readings (W): the power the trace spans."""
         cached = self.__dict__.get("_range")
         if cached is None:
-            from archline.measure.clean import blocks
+            from archline.measurement.clean import blocks
 
             lo, hi = np.percentile(blocks(self.y_w), [0.1, 99.9]) if self.y_w.size else (0.0, 0.0)
             cached = (float(lo), float(hi))

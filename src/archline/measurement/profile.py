@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from archline.errors import ModelFileError, SensorError
-from archline.measure.calibration import SensorFit, fit_sensor
-from archline.measure.recording import Recording, Region
-from archline.measure.sensor_model import SensorModel, parse_kind
+from archline.measurement.calibration import SensorFit, fit_sensor
+from archline.measurement.recording import Recording, Region
+from archline.measurement.sensor_model import SensorModel, parse_kind
 from archline.records import write_json
 
 __all__ = [

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measure.activity import ActivityRecord
-from archline.measure.attribution_fit import ols_rss
-from archline.measure.attribution_result import RowKind
-from archline.measure.attribution_windows import (
+from archline.measurement.activity import ActivityRecord
+from archline.measurement.attribution_fit import ols_rss
+from archline.measurement.attribution_result import RowKind
+from archline.measurement.attribution_windows import (
     BufferIntegral,
     Coverage,
     EnergyWindows,

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from archline.errors import InputError, SensorError
-from archline.measure.recording import Recording, Region
-from archline.measure.sensor_model import SensorModel
-from archline.measure.windows import DEFAULT_MAX_REL_UNCERTAINTY, DEFAULT_SHAPE_KAPPA, window_energies
+from archline.measurement.recording import Recording, Region
+from archline.measurement.sensor_model import SensorModel
+from archline.measurement.windows import DEFAULT_MAX_REL_UNCERTAINTY, DEFAULT_SHAPE_KAPPA, window_energies
 
 __all__ = ["CallEnergy", "RepetitionPlan", "estimate_call_energy", "plan_repetitions", "updates_for"]
 
@@ -146,7 +146,7 @@ def estimate_call_energy(
     """The energy of one call from the recording of its repetitions.
 
     All repetitions are assumed to draw the same power, so they share one level in the
-    deconvolution (see :func:`~archline.measure.windows.window_energies` with ``groups``):
+    deconvolution (see :func:`~archline.measurement.windows.window_energies` with ``groups``):
     phases the sensor misses in one repetition are seen in another.
     """
     r = recording.get(source)

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from archline.errors import SensorError, UnknownNameError
-from archline.measure.clean import (
+from archline.measurement.clean import (
     blocks,
     drop_repeats,
     estimate_noise_w,
@@ -18,8 +18,8 @@ from archline.measure.clean import (
     find_displaced,
     update_period,
 )
-from archline.measure.lagged import fit_lag_step
-from archline.measure.response import kernel_support_s
+from archline.measurement.lagged import fit_lag_step
+from archline.measurement.response import kernel_support_s
 from archline.sensors.base import Readings
 from archline.sensors.simulated import SensorKind
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from archline.errors import RunDirError, TraceError
-from archline.measure.activity import ActivityKind, ActivityRecord, read_activities, write_activities
-from archline.measure.attribution import AttributionOptions, attribute_energy
-from archline.measure.attribution_result import AttributionResult
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityKind, ActivityRecord, read_activities, write_activities
+from archline.measurement.attribution import AttributionOptions, attribute_energy
+from archline.measurement.attribution_result import AttributionResult
+from archline.measurement.recording import Recording
 from archline.records import atomic_write_text, read_csv, write_json
 
 __all__ = [

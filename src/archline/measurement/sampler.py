@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from archline.errors import ArchlineError, SensorError
-from archline.measure.recording import Recording, Region
+from archline.measurement.recording import Recording, Region
 from archline.sensors.base import Clock, PowerSource, Readings, SystemClock, empty_readings
 
 __all__ = ["Sampler"]

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from archline.bench.energy import WindowEstimate, estimate_window
-from archline.measure.recording import Recording, Region
-from archline.measure.sampler import Sampler
+from archline.measurement.recording import Recording, Region
+from archline.measurement.sampler import Sampler
 from archline.sensors.base import Clock, PowerSource
 
 __all__ = ["CallableEnergy", "Measurement", "RegionEnergy", "measure", "measure_callable"]
@@ -225,8 +225,8 @@ def measure_callable(
     (SC'24) do for part-time sensors. The sensor model is the stored calibration of this GPU
     (``archline sensor calibrate``) or, without one, is inferred from the recording.
     """
-    from archline.measure.repetition import estimate_call_energy, plan_repetitions
-    from archline.measure.sensor_model import SensorModel, infer_model
+    from archline.measurement.repetition import estimate_call_energy, plan_repetitions
+    from archline.measurement.sensor_model import SensorModel, infer_model
     from archline.sensors.base import SystemClock
 
     clk: Clock = clock or SystemClock()
@@ -294,7 +294,7 @@ def _stored_model(gpu: int, source: str, sources: Sequence[PowerSource] | None) 
     """The calibrated model of this GPU's ``source``, if one is stored (None with fake sources)."""
     if sources is not None:
         return None
-    from archline.measure.profile import load_profile
+    from archline.measurement.profile import load_profile
     from archline.sensors.nvml import device_static
 
     st = device_static(gpu)

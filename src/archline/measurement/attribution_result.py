@@ -13,7 +13,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from archline.errors import RunDirError
-from archline.measure.activity import ActivityRecord
+from archline.measurement.activity import ActivityRecord
 from archline.records import to_jsonable, write_csv, write_json
 
 __all__ = [

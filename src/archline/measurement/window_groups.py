@@ -8,8 +8,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measure.deconvolve import Series
-from archline.measure.sensor_model import SensorModel
+from archline.measurement.deconvolve import Series
+from archline.measurement.sensor_model import SensorModel
 
 __all__ = ["clusters", "layers", "observed"]
 

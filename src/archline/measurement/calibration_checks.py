@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measure.clean import REPEAT_GAP_S
-from archline.measure.idle import IdleLevels, tail_after
-from archline.measure.recording import Region
-from archline.measure.sensor_model import SensorModel
-from archline.measure.windows import window_energies
+from archline.measurement.clean import REPEAT_GAP_S
+from archline.measurement.idle import IdleLevels, tail_after
+from archline.measurement.recording import Region
+from archline.measurement.sensor_model import SensorModel
+from archline.measurement.windows import window_energies
 from archline.sensors.base import Readings
 from archline.sensors.simulated import PiecewisePower
 

@@ -11,12 +11,12 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from archline.errors import SensorError
-from archline.measure.activity import ActivityRecord
-from archline.measure.attribution_design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
-from archline.measure.attribution_fit import PowerFit, block_bootstrap, fit_powers
-from archline.measure.attribution_result import AttributionResult, KernelRow, LongCall, RowMethod
-from archline.measure.attribution_windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord
+from archline.measurement.attribution_design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
+from archline.measurement.attribution_fit import PowerFit, block_bootstrap, fit_powers
+from archline.measurement.attribution_result import AttributionResult, KernelRow, LongCall, RowMethod
+from archline.measurement.attribution_windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
+from archline.measurement.recording import Recording
 from archline.sensors.base import Readings
 
 __all__ = ["GAP_NAMES", "AttributionOptions", "attribute_energy"]

@@ -11,11 +11,11 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from archline.errors import ArchlineError
-from archline.measure.activity import ActivityRecord, demangle
-from archline.measure.attribution import AttributionOptions, attribute_energy
-from archline.measure.attribution_io import ChunkWriter, save_raw
-from archline.measure.attribution_result import AttributionResult, KernelTable
-from archline.measure.recording import Recording
+from archline.measurement.activity import ActivityRecord, demangle
+from archline.measurement.attribution import AttributionOptions, attribute_energy
+from archline.measurement.attribution_io import ChunkWriter, save_raw
+from archline.measurement.attribution_result import AttributionResult, KernelTable
+from archline.measurement.recording import Recording
 from archline.records import Manifest, RunDir, RunStatus
 from archline.sensors.base import Clock, PowerSource, SystemClock
 
@@ -161,7 +161,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
 
     # -- lifecycle
     def __enter__(self) -> Attribution:
-        from archline.measure.sampler import Sampler
+        from archline.measurement.sampler import Sampler
 
         sources = self.backend.open_sources(self.gpu)
         try:

@@ -12,8 +12,8 @@ from numpy.typing import NDArray
 from scipy import optimize
 
 from archline.errors import SensorError
-from archline.measure.calibration_checks import LoadCheck, isolated, load_checks, stale_repeats, tail_time
-from archline.measure.clean import (
+from archline.measurement.calibration_checks import LoadCheck, isolated, load_checks, stale_repeats, tail_time
+from archline.measurement.clean import (
     drop_repeats,
     estimate_noise_w,
     estimate_quantum_w,
@@ -22,10 +22,10 @@ from archline.measure.clean import (
     undisplace,
     update_period,
 )
-from archline.measure.idle import IdleLevels, idle_levels
-from archline.measure.lagged import correct_lag
-from archline.measure.recording import Region
-from archline.measure.sensor_model import SensorModel, classify
+from archline.measurement.idle import IdleLevels, idle_levels
+from archline.measurement.lagged import correct_lag
+from archline.measurement.recording import Region
+from archline.measurement.sensor_model import SensorModel, classify
 from archline.sensors.base import Readings
 from archline.sensors.simulated import PiecewisePower
 
