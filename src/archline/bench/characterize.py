@@ -18,7 +18,7 @@ __all__ = ["REPEATED", "SuiteResult", "add_spec_columns", "run_suite"]
 #: Benchmarks measured a second time at the end of a run, for the repeatability targets.
 REPEATED: tuple[str, ...] = ("arith.fp32.fma", "arith.int32.add", "mem.dram.read", "mem.shared.read")
 
-_EXTRA_COLUMNS = ("energy_counter_j",)
+_EXTRA_COLUMNS = ("energy_counter_j", "wall_s")
 
 
 @dataclass

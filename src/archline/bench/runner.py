@@ -244,10 +244,14 @@ class Runner:
         block = spec.launch.block
         threads = grid * block
         row = self._base_row(spec, opt_level) | {"grid": grid, "block": block, "threads": threads}
+        timing: dict[str, float] = {}
+        t0 = self.clock.now_s()
         k = self.ex.load(spec.ptx, spec.entry, opt_level=opt_level)
         bufs = self._buffers(spec, threads)
+        timing["build_s"] = self.clock.now_s() - t0
         try:
             launch_s = min(target_s, self.opt.max_launch_s)
+            t1 = self.clock.now_s()
             if fixed_iters is None:
                 iters, one_s = self._calibrate(spec, k, grid, block, bufs, launch_s)
             else:
@@ -262,6 +266,7 @@ class Runner:
                 warm = self.ex.launch(k, grid, block, args, shared_bytes=spec.launch.shared_bytes)
                 one_s = warm.event_s
             launches = max(1, round(target_s / max(one_s, 1e-9)))
+            timing["calibrate_s"] = self.clock.now_s() - t1
             self.clock.sleep(self.opt.idle_gap_s)
             if self.opt.verify and spec.verify is not None:
                 self._poison(spec, bufs)
@@ -273,18 +278,26 @@ class Runner:
             # long the thread waits to be scheduled (seen: up to a few ms with the sampler busy).
             start = res.host_start_s
             region = self.sampler.mark(spec.name, start, start + res.event_s, "event", opt_level=opt_level)
+            t2 = self.clock.now_s()
             verified, note = self._verify(spec, bufs, iters, grid, block)
+            timing["verify_s"] = self.clock.now_s() - t2
         finally:
             for b, _ in bufs.values():
                 self.ex.free(b)
         self.clock.sleep(self.opt.idle_gap_s)
+        t_est = self.clock.now_s()
+        flush = getattr(self.sampler, "flush", None)
+        if callable(flush):
+            flush()
         est = self._estimate(self.sampler.recording(), region)
+        timing["estimate_s"] = self.clock.now_s() - t_est
         row |= self._figures(spec, res, iters, launches, threads, est)
         row["verified"] = verified
         row["status"] = "ok" if verified is not False else "failed"
         notes = [n for n in (note, *est.notes) if n]
         row["note"] = "; ".join(notes) if notes else None
-        return KernelRun(spec, row, res, region, est, {"iters": iters})
+        row["wall_s"] = self.clock.now_s() - t0
+        return KernelRun(spec, row, res, region, est, {"iters": iters, "timing": timing})
 
     def _verify(self, spec: KernelSpec, bufs: Any, iters: int, grid: int, block: int) -> tuple[bool | None, str | None]:
         if not self.opt.verify or spec.verify is None:

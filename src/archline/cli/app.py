@@ -60,8 +60,17 @@ for _mod in (
     _mod.register(app)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # A run killed with SIGTERM (timeout, batch scheduler) unwinds like Ctrl-C, so every run
+    # directory is closed consistently (status "interrupted", traces saved).
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     """Console-script entry point."""
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate)
     app()
 
 

@@ -51,6 +51,7 @@ class Sampler:
         self._start_s = 0.0
         self._end_s = 0.0
         self._polls: dict[str, int] = {s.name: 0 for s in sources}
+        self._source_locks: dict[str, threading.Lock] = {s.name: threading.Lock() for s in sources}
         self._running = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -141,8 +142,11 @@ class Sampler:
     def recording(self) -> Recording:
         """What has been recorded so far (a consistent snapshot)."""
         with self._lock:
+            for parts in self._parts.values():
+                if len(parts) > 1:  # compact, so later snapshots only join what is new
+                    parts[:] = [Readings.concat(parts)]
             readings = {
-                name: Readings.concat(parts) if parts else empty_readings(name, self._quantity(name))
+                name: parts[0] if parts else empty_readings(name, self._quantity(name))
                 for name, parts in self._parts.items()
             }
             regions = tuple(self._regions)
@@ -158,7 +162,18 @@ class Sampler:
         return "power"
 
     # ------------------------------------------------------------------ threads
+    def flush(self, names: tuple[str, ...] | None = None) -> None:
+        """Read the cheap sources now, from the calling thread (e.g. before estimating a region
+        that just ended, so the readings covering its end are in the recording)."""
+        for s in self._sources:
+            if not s.blocking and (names is None or s.name in names):
+                self._poll(s)
+
     def _poll(self, s: PowerSource) -> None:
+        with self._source_locks[s.name]:
+            self._poll_locked(s)
+
+    def _poll_locked(self, s: PowerSource) -> None:
         try:
             r = s.read()
         except BaseException as exc:  # keep what was recorded; stop() reports the error

@@ -427,7 +427,7 @@ class EnergySource(_NVMLSource):
 
     name = "nvml.energy"
     quantity: Quantity = "energy"
-    poll_interval_s = 0.005
+    poll_interval_s = 0.01
     blocking = True
     nominal_period_s = 0.1
 
