@@ -49,6 +49,9 @@ FpFormat = Literal["f32", "f64", "f16", "bf16", "f16x2", "bf16x2"]
 #: Largest number of (thread x round) steps a host simulation may take before verify falls back
 #: to its domain check; keeps verify well under a second.
 SIM_BUDGET = 40_000_000
+#: Largest number of sequential rounds simulated: each is one vectorised numpy step over the
+#: threads, so a long single-thread chain (the paper's one-thread shape) must not loop for minutes.
+STEP_BUDGET = 50_000
 
 _NP_DTYPE: dict[RegClass, type[np.generic]] = {
     "b16": np.uint16,
@@ -130,7 +133,7 @@ def simulate_ref(step: Callable[[State, Ops], State], domain: Callable[[State, O
     """A chain with no closed form: simulated exactly when small, else checked by ``domain``."""
 
     def advance(st: State, n: int, ops: Ops, threads: int) -> State | None:
-        if n * max(threads, 1) > SIM_BUDGET:
+        if n * max(threads, 1) > SIM_BUDGET or n > STEP_BUDGET:
             return None
         for _ in range(n):
             st = step(st, ops)
