@@ -139,7 +139,7 @@ def estimate_window(
         notes.append(f"no {source} readings")
     counter = None
     en = rec.get("nvml.energy")
-    if en is not None and b - a >= 1.0:
+    if en is not None and b - a >= 0.5:  # shorter windows: the counter's 100 ms steps dominate
         counter = counter_energy_j(en, a, b)
     thr = rec.get("nvml.throttle")
     reasons: tuple[str, ...] = ()
