@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import enum
+import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from archline.errors import CUPTIUnavailableError, GPUUnavailableError
+from archline.gpu.cupti_inject import ACTIVITY_DTYPE, CHUNK_HEADER, MAGIC, ActivityType, ChunkType
 from archline.measurement.activity import ActivityRecord
 from archline.measurement.attribute_api import Backend
 from archline.sensors.base import Readings, empty_readings
@@ -52,7 +55,10 @@ class FakeGPU:
             e += (p - self.idle_w) * max(0.0, min(end, t) - s)
         return e
 
-    def backend(self, *, fail_tracer: bool = False, no_gpu: bool = False) -> Backend:
+    def backend(self, *, fail_tracer: bool = False, no_gpu: bool = False, injection: Path | None = None) -> Backend:
+        """Sensors and tracer of this GPU. ``injection``: the path the injection build returns
+        (None: the build fails, as on a machine without CUPTI)."""
+
         def open_sources(gpu: int) -> list[Any]:
             if no_gpu:
                 raise GPUUnavailableError("no NVIDIA GPU found (fake)")
@@ -61,6 +67,11 @@ class FakeGPU:
         def tracer(on_batch: Callable[[list[Any]], None] | None) -> Any:
             return FakeTracer(self, on_batch, fail=fail_tracer)
 
+        def build_injection() -> Path:
+            if injection is None:
+                raise CUPTIUnavailableError("CUPTI headers and library not found (fake GPU)")
+            return injection
+
         return Backend(
             open_sources,
             lambda gpu: {"name": "Fake GPU", "uuid": "GPU-fake"},
@@ -68,6 +79,7 @@ class FakeGPU:
             tracer,
             pre_s=0.15,
             post_s=0.15,
+            injection=build_injection,
         )
 
 
@@ -237,3 +249,54 @@ class FakeCupti:
                 device_id=0,
             )
         )
+
+
+# --------------------------------------------------------------------------- injection library output
+
+
+def injection_chunk(kind: int, count: int, payload: bytes) -> bytes:
+    """One chunk of the injection library's binary format (payload padded to 8 bytes)."""
+    payload += b"\0" * (-len(payload) % 8)
+    return CHUNK_HEADER.pack(MAGIC, kind, count, len(payload)) + payload
+
+
+def injection_output(
+    kernels: Sequence[tuple[str, int, int]],
+    *,
+    clock: tuple[int, int] = (0, 0),
+    memcpys: Sequence[tuple[int, int, int, int]] = (),
+    dropped: int = 0,
+    end: bool = True,
+) -> bytes:
+    """What cupti_inject.c writes for ``kernels`` (name, start_ns, end_ns on the device clock).
+
+    ``clock`` is the (host, device) reading of the start clock pairs (the end pairs keep the same
+    offset); ``memcpys`` are (copy kind, bytes, start_ns, end_ns); ``end=False`` leaves out the end
+    pairs, as when the process was killed.
+    """
+    host0, dev0 = clock
+    pairs = struct.pack("<3Q", host0, dev0, host0 + 40)
+    out = injection_chunk(ChunkType.CLOCK_START, 1, pairs)
+    ids: dict[str, int] = {}
+    names = b""
+    for name, _, _ in kernels:
+        if name not in ids:
+            ids[name] = len(ids) + 1
+            raw = name.encode()
+            names += struct.pack("<II", ids[name], len(raw)) + raw + b"\0" * (-len(raw) % 8)
+    acts = np.zeros(len(kernels) + len(memcpys), ACTIVITY_DTYPE)
+    for i, (name, s, e) in enumerate(kernels):
+        acts[i] = (ActivityType.KERNEL, 0, 0, ids[name], s, e, 7, i + 1, 0, 0, 0)
+    for j, (copy_kind, nbytes, s, e) in enumerate(memcpys, start=len(kernels)):
+        acts[j] = (ActivityType.MEMCPY, copy_kind, 0, 0, s, e, 7, j + 1, 0, 0, nbytes)
+    if ids:
+        out += injection_chunk(ChunkType.NAMES, len(ids), names)
+    if len(acts):
+        out += injection_chunk(ChunkType.ACTIVITIES, len(acts), acts.tobytes())
+    if dropped:
+        out += injection_chunk(ChunkType.DROPPED, 0, struct.pack("<Q", dropped))
+    if end:
+        last = max((e for _, _, e in kernels), default=dev0) + 1_000_000
+        pairs = struct.pack("<3Q", host0 + (last - dev0), last, host0 + (last - dev0) + 40)
+        out += injection_chunk(ChunkType.CLOCK_END, 1, pairs)
+    return out

@@ -11,9 +11,15 @@ from pathlib import Path
 import pytest
 
 from archline.errors import CUPTIUnavailableError, TraceError
-from archline.gpu.cupti_inject import build_injection, find_cupti, injection_env, read_injection_output
+from archline.gpu.cupti_inject import (
+    ChunkType,
+    build_injection,
+    find_cupti,
+    injection_env,
+    read_injection_output,
+)
 from archline.gpu.cupti_trace import ClockMap, ClockPair, KernelTracer, clock_residuals_s, convert_activity
-from tests.helpers.attrib_fakes import FakeCupti, FakeRecord, FakeResult
+from tests.helpers.attrib_fakes import FakeCupti, FakeRecord, FakeResult, injection_chunk, injection_output
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -76,11 +82,95 @@ def test_tracer_delivers_batches_and_survives_a_failing_sink():
         batches.append(batch)
         raise OSError("disk full")
 
-    with KernelTracer(cupti_module=cupti, host_ns=cupti.host_clock, on_batch=sink, synchronize=None) as tr:
+    tr = KernelTracer(cupti_module=cupti, host_ns=cupti.host_clock, on_batch=sink, synchronize=None, max_pending=0)
+    with tr:
         cupti.kernel("k", cupti.host_ns + 10, cupti.host_ns + 20)
+        cupti.activity_flush_all(0)
     assert len(batches) == 1 and batches[0][0][1] == "k"
     assert tr.batch_errors and "disk full" in tr.batch_errors[0]
     assert len(tr.records) == 1
+
+
+class CountingRecord(FakeRecord):
+    """A record that counts reads of its start time (only a conversion reads it)."""
+
+    reads = 0
+
+    def __getattribute__(self, name: str):
+        if name == "start":
+            CountingRecord.reads += 1
+        return object.__getattribute__(self, name)
+
+
+class ListReusingCupti(FakeCupti):
+    """Empties the list it passed once the callback returns, as a binding that reuses it may."""
+
+    def activity_flush_all(self, flag: int) -> None:
+        completed = self.callbacks[1]
+        passed = []
+
+        def keep(batch):
+            passed.append(batch)
+            completed(batch)
+
+        self.callbacks = (self.callbacks[0], keep)
+        try:
+            super().activity_flush_all(flag)
+        finally:
+            self.callbacks = (self.callbacks[0], completed)
+        for b in passed:
+            b.clear()
+
+
+def test_records_are_converted_after_stop_not_in_cuptis_callback():
+    cupti = ListReusingCupti()
+    batches = []
+    CountingRecord.reads = 0
+    tr = KernelTracer(cupti_module=cupti, host_ns=cupti.host_clock, on_batch=batches.append, synchronize=None)
+    with tr:
+        t = cupti.host_ns
+        for i in range(50):
+            cupti.kernel("k", t + 1000 * i, t + 1000 * i + 500, corr=i)
+        cupti.pending = [CountingRecord(**vars(r)) for r in cupti.pending]
+        cupti.activity_flush_all(0)
+        assert CountingRecord.reads == 0
+    assert CountingRecord.reads > 0
+    assert batches == []  # nothing was converted while tracing, so nothing to save incrementally
+    assert [r.correlation_id for r in tr.records] == list(range(50))
+    assert len({id(r.name) for r in tr.records}) == 1  # one string per kernel name
+
+
+def test_too_many_pending_records_are_converted_and_saved_early():
+    cupti = FakeCupti()
+    batches = []
+    tr = KernelTracer(
+        cupti_module=cupti, host_ns=cupti.host_clock, on_batch=batches.append, synchronize=None, max_pending=3
+    )
+    with tr:
+        for round_ in range(2):
+            for i in range(2):
+                t = cupti.host_ns
+                cupti.kernel(f"k{round_}", t + 10, t + 20, corr=10 * round_ + i)
+            cupti.activity_flush_all(0)
+    # The first flush leaves 2 pending (≤ 3); the second brings 4 and spills all of them.
+    assert [len(b) for b in batches] == [4]
+    assert len(tr.records) == 4 and len(tr.raw) == 4
+    with pytest.raises(ValueError, match="max_pending"):
+        KernelTracer(max_pending=-1)
+
+
+def test_odd_records_take_the_careful_path():
+    cupti = FakeCupti()
+    with KernelTracer(cupti_module=cupti, host_ns=cupti.host_clock, synchronize=None) as tr:
+        t = cupti.host_ns
+        cupti.kernel("named", t + 10, t + 20, corr=1)
+        cupti.kernel("", t + 30, t + 40, corr=2)
+        cupti.pending[-1].name = b"_Z5bytesv"
+        cupti.pending.append(FakeRecord(kind=5, start=1, end=2))  # a kind archline does not trace
+        cupti.pending.append(
+            FakeRecord(kind=1, copy_kind=2, bytes=8, start=cupti.device_time(t + 50), end=cupti.device_time(t + 60))
+        )
+    assert [r.name for r in tr.records] == ["named", "_Z5bytesv", "[memcpy DtoH]"]
 
 
 def test_callbacks_are_registered_once_per_process():
@@ -163,6 +253,41 @@ def test_injection_records_parse_and_map(tmp_path):
     assert out.dropped == 3
 
 
+def test_binary_injection_output_parses_and_maps(tmp_path):
+    host0, dev0 = 1_795_000_000_000_000_000, 1_000_000_000
+    kernels = [("_Z4gemmv", dev0 + 100_000, dev0 + 300_000), ("relu", dev0 + 400_000, dev0 + 410_000)]
+    kernels.append(("_Z4gemmv", dev0 + 500_000, dev0 + 700_000))
+    data = injection_output(kernels, clock=(host0, dev0), memcpys=[(1, 4096, dev0 + 800_000, dev0 + 810_000)])
+    (tmp_path / "cupti-7.bin").write_bytes(data + injection_chunk(ChunkType.DROPPED, 0, (5).to_bytes(8, "little")))
+    out = read_injection_output(tmp_path)
+    assert [r.name for r in out.records] == ["_Z4gemmv", "relu", "_Z4gemmv", "[memcpy HtoD]"]
+    assert out.records[0].start_s == pytest.approx((host0 + 100_000 + 20) * 1e-9, abs=1e-8)
+    assert out.records[1].end_ns - out.records[1].start_ns == 10_000
+    assert out.records[3].bytes == 4096 and out.records[2].correlation_id == 3
+    assert out.dropped == 5 and out.truncated == [] and out.errors == []
+    assert len(out.clocks) == 1 and out.clocks[0].span_s > 0
+
+
+def test_binary_output_cut_short_keeps_what_was_complete(tmp_path):
+    kernels = [("k", 1_000_000 + i * 1000, 1_000_500 + i * 1000) for i in range(4)]
+    data = injection_output(kernels, clock=(10**18, 1_000_000), end=False)
+    more = injection_chunk(ChunkType.ACTIVITIES, 100, b"\0" * 4800)
+    (tmp_path / "cupti-1.bin").write_bytes(data + more[:-100])
+    out = read_injection_output(tmp_path)
+    assert len(out.records) == 4 and out.truncated == [tmp_path / "cupti-1.bin"]
+    assert out.clocks[0].span_s == 0.0  # no end pairs: one-sided clock map
+
+
+def test_malformed_binary_output_is_a_one_line_error(tmp_path):
+    data = injection_output([("k", 10, 20)], clock=(10**18, 1))
+    (tmp_path / "cupti-3.bin").write_bytes(data + b"XXXX" + b"\0" * 12)
+    with pytest.raises(TraceError, match=r"cupti-3\.bin: .*no chunk header at byte"):
+        read_injection_output(tmp_path)
+    (tmp_path / "cupti-3.bin").write_bytes(injection_chunk(ChunkType.ACTIVITIES, 2, b"\0" * 48))
+    with pytest.raises(TraceError, match="do not fill"):
+        read_injection_output(tmp_path)
+
+
 def test_malformed_injection_output_names_the_line(tmp_path):
     (tmp_path / "cupti-1.tsv").write_text("C\t1\t2\t3\tstart\nK\tx\t2\t3\t4\t5\t0\tname\n")
     with pytest.raises(TraceError, match=r"cupti-1\.tsv:2"):
@@ -205,3 +330,113 @@ def test_injection_library_builds_and_writes_clock_pairs(tmp_path):
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
     trace = read_injection_output(out)
     assert trace.clocks and abs(trace.clocks[0].offset_s) < 0.01
+
+
+# The injection library's record handling, driven without a GPU: its source is compiled together
+# with stand-ins for the CUPTI calls it makes, and fed buffers of records laid out as CUPTI does.
+HARNESS = r"""
+#include INJECT_SOURCE
+
+static size_t rec_size(const CUpti_Activity *r) {
+  size_t n = sizeof(CUpti_ActivityAPI);
+  if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) n = sizeof(KernelRecord);
+  if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) n = sizeof(MemcpyRecord);
+  if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) n = sizeof(MemsetRecord);
+  return (n + 7) & ~(size_t)7;
+}
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record) {
+  size_t off = *record == NULL ? 0 : (size_t)((uint8_t *)*record - buffer) + rec_size(*record);
+  if (off >= valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = (CUpti_Activity *)(buffer + off);
+  return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *t) { *t = realtime_ns() + 5000; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **s) { (void)r; *s = "?"; return CUPTI_SUCCESS; }
+static size_t to_drop = 3;
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d) {
+  (void)c; (void)s; *d = to_drop; to_drop = 0; return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t f) { (void)f; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute a, size_t *n, void *v) {
+  (void)a; (void)n; (void)v; return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
+                                                    CUpti_BuffersCallbackCompleteFunc c) {
+  (void)r; (void)c; return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) { (void)k; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t t) { (void)t; return CUPTI_SUCCESS; }
+
+static char name_a[64] = "_Z4gemmPfS_i";
+static char name_b[64] = "relu\tkernel";
+
+static uint8_t *put(uint8_t *p, CUpti_ActivityKind kind, uint64_t start, const char *name) {
+  CUpti_Activity *r = (CUpti_Activity *)p;
+  r->kind = kind;
+  if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+    KernelRecord *k = (KernelRecord *)p;
+    k->start = start; k->end = start + 500; k->streamId = 7; k->deviceId = 0;
+    k->correlationId = (uint32_t)(start / 1000 % 1000000); k->name = name;
+  } else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+    MemcpyRecord *m = (MemcpyRecord *)p;
+    m->start = start; m->end = start + 500; m->bytes = 4096; m->copyKind = 2; m->streamId = 7;
+  } else if (kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+    MemsetRecord *s = (MemsetRecord *)p;
+    s->start = start; s->end = start + 500; s->bytes = 64; s->streamId = 7;
+  }
+  return p + rec_size(r);
+}
+
+int main(int argc, char **argv) {
+  (void)argc;
+  setenv("ARCHLINE_CUPTI_OUT", argv[1], 1);
+  setenv("ARCHLINE_CUPTI_FLUSH_MS", "5", 1);
+  InitializeInjection();
+  uint64_t t = realtime_ns() + 1000000;
+  uint8_t *buf; size_t size, max;
+  buffer_requested(&buf, &size, &max);
+  uint8_t *p = buf;
+  for (uint64_t i = 0; i < 10000; ++i)
+    p = put(p, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 1000 * i, i % 2 ? name_b : name_a);
+  p = put(p, CUPTI_ACTIVITY_KIND_DRIVER, 0, NULL);
+  p = put(p, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 20000000, NULL);
+  p = put(p, CUPTI_ACTIVITY_KIND_MEMCPY, t + 20001000, NULL);
+  p = put(p, CUPTI_ACTIVITY_KIND_MEMSET, t + 20002000, NULL);
+  buffer_completed(NULL, 0, buf, size, (size_t)(p - buf));
+  uint8_t *again; buffer_requested(&again, &size, &max);
+  if (again != buf || again[0] != 0) return 2;  /* recycled, and zeroed */
+  strcpy(name_a, "reused_name");  /* a module unloaded, its name's memory reused */
+  p = put(again, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 30000000, name_a);
+  buffer_completed(NULL, 0, again, size, (size_t)(p - again));
+  struct timespec nap = {0, 20000000};
+  nanosleep(&nap, NULL);  /* let the flusher run */
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_injection_library_records_without_a_gpu(tmp_path):
+    from archline.gpu.cupti_inject import INJECTION_SOURCE
+
+    paths = find_cupti()
+    src = tmp_path / "harness.c"
+    src.write_text(HARNESS)
+    exe = tmp_path / "harness"
+    cmd = [shutil.which("cc"), "-O1", "-Wall", "-Wextra", "-Werror", f'-DINJECT_SOURCE="{INJECTION_SOURCE}"']
+    cmd += [f"-I{paths.include_dir}", f"-I{paths.cuda_include_dir}", str(src), "-lpthread", "-o", str(exe)]
+    build = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert build.returncode == 0, build.stderr
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run([str(exe), str(out)], check=True, timeout=60)
+    trace = read_injection_output(out)
+    assert [p.suffix for p in trace.files] == [".bin"] and trace.truncated == [] and trace.errors == []
+    names = [r.name for r in trace.records]
+    assert names[:4] == ["_Z4gemmPfS_i", "relu\tkernel", "_Z4gemmPfS_i", "relu\tkernel"]
+    assert len(names) == 10004 and names.count("_Z4gemmPfS_i") == 5000
+    assert names[-4:] == ["(unnamed kernel)", "[memcpy DtoH]", "[memset]", "reused_name"]
+    assert trace.records[-3].bytes == 4096 and trace.records[-2].bytes == 64
+    assert all(r.end_ns - r.start_ns == 500 and r.stream == 7 for r in trace.records)
+    assert trace.dropped == 3
+    assert trace.clocks[0].offset_s == pytest.approx(-5e-6, abs=2e-6)

@@ -14,7 +14,7 @@ from archline.cli import run_cmd
 from archline.cli.app import app
 from archline.errors import CommandError, InputError
 from archline.measurement.attribute_api import attribute
-from archline.measurement.program import classify_command
+from archline.measurement.program import TracerChoice, choose_tracer, classify_command
 from archline.records import RunDir
 from tests.helpers import attrib_fakes
 from tests.helpers.attrib_fakes import FakeGPU
@@ -144,10 +144,11 @@ def test_binary_without_injection_gets_whole_program_energy(fake_gpu, monkeypatc
 
 
 def test_python_api_gives_a_kernel_table(fake_gpu, tmp_path):
+    # 24 calls span about six counter windows: fewer leave the fit at the mercy of timing jitter.
     with attribute(gpu=0, backend=fake_gpu.backend(), out=tmp_path / "api") as a:
-        for _ in range(8):
+        for _ in range(24):
             fake_gpu.launch("matmul", 0.005, 450.0)
-    assert a.kernels["matmul"].calls == 8
+    assert a.kernels["matmul"].calls == 24
     assert a.kernels["matmul"].mean_power_w == pytest.approx(450.0, rel=0.15)
     assert a.table.energy_j == pytest.approx(a.result.total_energy_j)
     assert (tmp_path / "api" / "kernels.csv").is_file()
@@ -173,3 +174,149 @@ def test_command_classification(tmp_path):
         classify_command(["python", "-i", str(p)])
     with pytest.raises(InputError):
         classify_command([])
+
+
+# --------------------------------------------------------------------------- the tracer choice
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Stands in for a CUDA program under the injection library: it 'runs' kernels and writes what
+# the library would have written into $ARCHLINE_CUPTI_OUT.
+CHILD_SCRIPT = f"""
+import os, sys, time
+sys.path.insert(0, {str(REPO)!r})
+from tests.helpers.attrib_fakes import injection_output
+out = os.environ.get("ARCHLINE_CUPTI_OUT")
+if not out:
+    sys.exit(9)
+t0 = time.time_ns()
+kernels = []
+for i in range(int(sys.argv[1])):
+    s = time.time_ns()
+    time.sleep(0.004)
+    kernels.append(("child_kernel", s, time.time_ns()))
+with open(os.path.join(out, f"cupti-{{os.getpid()}}.bin"), "wb") as fh:
+    fh.write(injection_output(kernels, clock=(t0, t0)))
+print("child output")
+sys.exit(int(sys.argv[2]))
+"""
+
+
+@pytest.fixture()
+def injecting_gpu(fake_gpu, monkeypatch, tmp_path):
+    """The fake GPU, with an injection library that 'builds'."""
+    lib = tmp_path / "libfake_inject.so"
+    lib.write_bytes(b"")
+    monkeypatch.setattr(run_cmd, "backend_factory", lambda: fake_gpu.backend(injection=lib))
+    return fake_gpu
+
+
+def test_auto_runs_a_python_program_as_a_child_with_the_injection_library(injecting_gpu, tmp_path):
+    p = tmp_path / "child.py"
+    p.write_text(CHILD_SCRIPT)
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(p), "12", "3"])
+    assert res.exit_code == 3, res.output
+    assert "child_kernel" in res.output and "exited with status 3" in res.output
+    rd = RunDir.open(out)
+    assert rd.manifest.extra["tracer"] == "inject"
+    assert any(n.startswith("tracer: inject") and "auto" in n for n in rd.manifest.notes)
+    assert rd.manifest.command[0] == sys.executable
+    rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
+    assert rows["child_kernel"]["calls"] == 12
+    (trace,) = (out / "raw" / "cupti").glob("cupti-*.bin")
+    assert trace.stem != f"cupti-{os.getpid()}"  # written by another process
+
+
+def test_tracer_python_keeps_the_program_in_process(injecting_gpu, script, tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "--tracer", "python", "-o", str(out), "--", str(script), "16", "0"])
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    assert rd.manifest.extra["tracer"] == "python"
+    assert {r["name"] for r in rd.read_csv("kernels.csv")} >= {"hot_kernel", "cool_kernel"}
+
+
+def test_auto_without_the_library_runs_in_process_and_says_why(fake_gpu, script, tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "--json", "-o", str(out), "--", str(script), "2", "0"])
+    assert res.exit_code == 0
+    payload = json.loads(res.stdout[res.stdout.index("{") :])
+    assert payload["tracer"] == "python"
+    note = next(n for n in RunDir.open(out).manifest.notes if n.startswith("tracer:"))
+    assert "auto" in note and "injection library is unavailable" in note
+
+
+def test_tracer_inject_without_the_library_is_one_line_exit_3(fake_gpu, tmp_path):
+    marker = tmp_path / "ran"
+    p = tmp_path / "prog.py"
+    p.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    res = CliRunner().invoke(app, ["run", "--tracer", "inject", "-o", str(tmp_path / "r"), "--", str(p)])
+    assert res.exit_code == 3
+    assert "--tracer inject" in res.output and "CUPTI" in res.output and "Traceback" not in res.output
+    assert not marker.exists() and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tracer", "cuda"], "--tracer must be one of auto, inject, python"),
+        (["--tracer", "python", "--", "sh", "-c", "true"], "traces Python programs only"),
+    ],
+)
+def test_tracer_option_errors_are_one_line_exit_2(fake_gpu, tmp_path, args, message):
+    cmd = ["run", "-o", str(tmp_path / "r"), *args]
+    if "--" not in args:
+        cmd += ["--", "sh", "-c", "true"]
+    res = CliRunner().invoke(app, cmd)
+    assert res.exit_code == 2
+    assert message in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_choose_tracer(tmp_path):
+    from archline.errors import CUPTIUnavailableError
+
+    lib = tmp_path / "lib.so"
+    built = []
+
+    def ok() -> Path:
+        built.append(1)
+        return lib
+
+    def missing() -> Path:
+        raise CUPTIUnavailableError("no cc")
+
+    py = classify_command(["python", "-c", "pass"])
+    binary = classify_command(["sh", "-c", "true"])
+    choose = choose_tracer
+    assert choose(py, "auto", trace=True, build=ok) == TracerChoice(
+        "inject", lib, "tracer: inject (CUPTI injection library in a child process; --tracer auto)"
+    )
+    assert choose(py, "auto", trace=True, build=missing).mode == "python"
+    assert choose(py, "inject", trace=True, build=ok).lib == lib
+    with pytest.raises(CUPTIUnavailableError, match="--tracer inject: no cc"):
+        choose(py, "inject", trace=True, build=missing)
+    built.clear()
+    assert choose(py, "python", trace=True, build=ok).mode == "python" and not built
+    # No tracing: nothing is built; the tracer only says where the program runs.
+    assert choose(py, "auto", trace=False, build=ok) == TracerChoice("python")
+    assert choose(py, "inject", trace=False, build=ok).lib is None and not built
+    b = choose(binary, "auto", trace=True, build=missing)
+    assert b.mode == "inject" and b.lib is None and "unavailable (no cc)" in (b.untraced or "")
+    assert choose(binary, "auto", trace=True, build=ok).lib == lib
+    with pytest.raises(InputError, match="Python programs only"):
+        choose(binary, "python", trace=True, build=ok)
+
+
+def test_a_python_program_as_a_child_runs_as_given(tmp_path):
+    from archline.measurement.program import as_child
+
+    p = tmp_path / "s.py"
+    p.write_text("")
+    assert as_child(classify_command([str(p), "x"])).argv == (sys.executable, str(p), "x")
+    spec = as_child(classify_command([sys.executable, "-u", str(p), "--lr", "0.1"]))
+    assert spec.how == "binary" and spec.argv == (sys.executable, "-u", str(p), "--lr", "0.1")
+    assert as_child(classify_command([sys.executable, "-m", "pkg.mod"])).argv == (sys.executable, "-m", "pkg.mod")
+    binary = classify_command(["sh", "-c", "true"])
+    assert as_child(binary) is binary

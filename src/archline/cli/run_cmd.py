@@ -16,9 +16,18 @@ from rich import box
 from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
-from archline.errors import CUPTIUnavailableError, InputError
+from archline.errors import ArchlineError, InputError
 from archline.measurement.activity import short_name
-from archline.measurement.program import ProgramSpec, classify_command, run_binary, run_python
+from archline.measurement.program import (
+    ProgramSpec,
+    TracerChoice,
+    as_child,
+    check_tracer,
+    choose_tracer,
+    classify_command,
+    run_binary,
+    run_python,
+)
 
 if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a command runs, not at CLI start
     from archline.measurement.attribute_api import Attribution, Backend
@@ -54,11 +63,16 @@ def run_program(
     out: Path | None = None,
     force: bool = False,
     trace: bool = True,
+    tracer: str = "auto",
     quiet_stdout: bool = False,
     backend: Backend | None = None,
 ) -> tuple[Attribution, int, str | None]:
     """Run ``cmd`` under an :class:`Attribution` writing into ``out``; return it, the exit status, and
-    the program's failure (a line) if it raised."""
+    the program's failure (a line) if it raised in-process.
+
+    ``tracer`` (``auto``, ``inject`` or ``python``) picks how kernels are recorded (:func:`choose_tracer`).
+    """
+    check_tracer(tracer)
     spec = classify_command(cmd)
     out = out or _default_out()
     notes: list[str] = []
@@ -71,12 +85,21 @@ def run_program(
             backend = nvml_backend()
         else:
             backend = backend_factory()
-    if spec.in_process:
+    choice = choose_tracer(spec, tracer, trace=trace, build=backend.injection or _build_injection)
+    if choice.note:
+        notes.append(choice.note)
+    if choice.mode == "python":
         for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
             if k in env:
                 os.environ[k] = env[k]
         return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes)
-    return _run_child(spec, gpu, out, force, trace, quiet_stdout, backend, env, notes)
+    return _run_child(spec, choice, gpu, out, force, quiet_stdout, backend, env, notes)
+
+
+def _build_injection() -> Path:
+    from archline.gpu import cupti_inject
+
+    return cupti_inject.build_injection()
 
 
 def _run_in_process(
@@ -93,6 +116,7 @@ def _run_in_process(
 
     a = Attribution(gpu, out=out, force=force, trace=trace, backend=backend, command=spec.argv, kind="run")
     a.notes.extend(notes)
+    a.info["tracer"] = "python" if trace else "none"
     redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
     with a, redirect:
         code, failure = run_python(spec)
@@ -101,49 +125,63 @@ def _run_in_process(
 
 def _run_child(
     spec: ProgramSpec,
+    choice: TracerChoice,
     gpu: int,
     out: Path,
     force: bool,
-    trace: bool,
     quiet_stdout: bool,
     backend: Backend,
     env: dict[str, str],
     notes: list[str],
 ) -> tuple[Attribution, int, str | None]:
-    from archline.gpu.cupti_inject import build_injection, injection_env, read_injection_output
-
-    lib: Path | None = None
-    reason = "kernel tracing was turned off (--no-kernels)"
-    if trace:
-        try:
-            lib = build_injection()
-        except CUPTIUnavailableError as exc:
-            reason = f"the CUPTI injection library is unavailable ({exc})"
+    from archline.gpu.cupti_inject import injection_env
     from archline.measurement.attribute_api import Attribution
 
-    a = Attribution(gpu, out=out, force=force, trace=False, backend=backend, command=spec.argv, kind="run")
+    child = as_child(spec)
+    a = Attribution(gpu, out=out, force=force, trace=False, backend=backend, command=child.argv, kind="run")
     a.notes.extend(notes)
+    a.info["tracer"] = "inject" if choice.lib is not None else "none"
     with a:
         cupti_dir = out / "raw" / "cupti"
-        if lib is not None:
+        if choice.lib is not None:
             cupti_dir.mkdir(parents=True, exist_ok=True)
-            env.update(injection_env(lib, cupti_dir))
-        code = run_binary(spec, env, stdout_to_stderr=quiet_stdout)
-        if lib is not None:
-            traced = read_injection_output(cupti_dir)
-            if traced.dropped:
-                a.notes.append(f"CUPTI dropped {traced.dropped} activity records (its buffers overflowed)")
-            if traced.records:
-                clock = traced.clocks[0].to_json() if traced.clocks else None
-                a.add_activities(traced.records, clock)
+            # Absolute: the program may change directory before it initialises CUDA.
+            env.update(injection_env(choice.lib, cupti_dir.resolve()))
+        try:
+            code = run_binary(child, env, stdout_to_stderr=quiet_stdout)
+        finally:
+            # Also after an interrupt: what the child wrote before it is kept.
+            if choice.lib is not None:
+                _add_injected(a, cupti_dir)
             else:
-                why = "; ".join(traced.errors) if traced.errors else "the program launched no kernels CUPTI could see"
-                a.whole_program_only(why)
-        else:
-            a.whole_program_only(reason)
+                a.whole_program_only(choice.untraced or "kernel tracing was off")
     if code < 0:
         code = 128 - code
     return a, code, None
+
+
+def _add_injected(a: Attribution, cupti_dir: Path) -> None:
+    """Give ``a`` the activities the injection library wrote into ``cupti_dir``."""
+    from archline.gpu.cupti_inject import read_injection_output
+
+    try:
+        traced = read_injection_output(cupti_dir)
+    except ArchlineError as exc:
+        a.whole_program_only(f"the injection library's output cannot be read ({exc})")
+        return
+    if traced.dropped:
+        a.notes.append(f"CUPTI dropped {traced.dropped} activity records (its buffers overflowed)")
+    if traced.truncated:
+        a.notes.append(
+            f"{len(traced.truncated)} process(es) stopped while writing their kernel trace; "
+            "everything written before that is kept"
+        )
+    if traced.records:
+        clock = traced.clocks[0].to_json() if traced.clocks else None
+        a.add_activities(traced.records, clock)
+    else:
+        why = "; ".join(traced.errors) if traced.errors else "the program launched no kernels CUPTI could see"
+        a.whole_program_only(why)
 
 
 def _energy_unit(j: float) -> tuple[float, str]:
@@ -261,6 +299,16 @@ def register(app: typer.Typer) -> None:
         ] = None,
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
         no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Whole-program energy only (no CUPTI).")] = False,
+        tracer: Annotated[
+            str,
+            typer.Option(
+                "--tracer",
+                metavar="auto|inject|python",
+                help="How kernels are recorded: inject = the program runs as a child with archline's CUPTI "
+                "injection library (no Python work per kernel); python = in this interpreter with cupti-python "
+                "(costly for launch-bound programs); auto = inject where the library can be built.",
+            ),
+        ] = "auto",
         top: Annotated[int, typer.Option("--top", help="Kernels shown on the terminal (the CSV has all).")] = 20,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the result as JSON (the program's stdout goes to stderr).")
@@ -268,14 +316,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run a program and attribute the GPU's energy to each of its kernels.
 
-        Python programs (a .py file, python script.py, python -m module) run inside this
-        interpreter so CUPTI sees their kernels; other programs run as a child with archline's
-        CUPTI injection library. The program's exit status is passed through.
+        The program runs as a child process with archline's CUPTI injection library (--tracer
+        inject, the default where the library can be built); with --tracer python, a Python
+        program (a .py file, python script.py, python -m module, python -c code) runs inside
+        this interpreter and cupti-python records its kernels. The run's notes say which tracer
+        ran. The program's exit status is passed through.
         """
         if top < 0:
             raise InputError(f"--top must be ≥ 0 (got {top})")
         a, code, failure = run_program(
-            command, gpu=gpu, out=out, force=force, trace=not no_kernels, quiet_stdout=as_json
+            command, gpu=gpu, out=out, force=force, trace=not no_kernels, tracer=tracer, quiet_stdout=as_json
         )
         result = a.result
         run_dir = a.run_dir.path if a.run_dir is not None else None
@@ -284,6 +334,7 @@ def register(app: typer.Typer) -> None:
                 "run_dir": str(run_dir) if run_dir else None,
                 "exit_code": code,
                 "status": a.status,
+                "tracer": a.info.get("tracer"),
                 "notes": list(a.notes),
                 "result": result.to_json() if result is not None else None,
             }

@@ -1,28 +1,42 @@
 /*
  * archline's CUDA injection library: records the kernel, memcpy and memset timeline of any
- * CUDA program with CUPTI's activity API and writes it, as it goes, to a text file.
+ * CUDA program with CUPTI's activity API and writes it, as it goes, to a binary file.
  *
  * The CUDA driver loads it when CUDA_INJECTION64_PATH names it and calls InitializeInjection()
- * during cuInit. Records go to $ARCHLINE_CUPTI_OUT/cupti-<pid>.tsv, one tab-separated line each:
- *   C  host_before_ns  cupti_ns  host_after_ns  start|end     clock pairs (CLOCK_REALTIME vs CUPTI)
- *   K  start_ns  end_ns  stream  correlation  device  0      name     a kernel
- *   M  start_ns  end_ns  stream  correlation  device  bytes  copykind a memcpy
- *   S  start_ns  end_ns  stream  correlation  device  bytes           a memset
- *   D  dropped                                                         records CUPTI dropped
- *   E  call  result  message                                           a CUPTI call that failed
- * Buffers are written whenever CUPTI completes one (and at least every 500 ms), so a program
- * that crashes still leaves what ran before.
+ * during cuInit. Output: $ARCHLINE_CUPTI_OUT/cupti-<pid>.bin, a sequence of chunks, each a
+ * 16-byte header {char magic[4] = "ALC1"; u32 type; u32 count; u32 bytes} followed by `bytes`
+ * (a multiple of 8) of payload, little-endian:
+ *   1 CLOCK_START, 2 CLOCK_END  count x {u64 host_before_ns, u64 cupti_ns, u64 host_after_ns}:
+ *                               CLOCK_REALTIME read around cuptiGetTimestamp
+ *   3 ACTIVITIES                count x struct act_rec (48 bytes, below)
+ *   4 NAMES                     count x {u32 id, u32 len, char name[len], zeros to 8 bytes}
+ *   5 DROPPED                   u64: activity records CUPTI dropped
+ *   6 ERROR                     "call\tresult\tmessage", NUL-padded: a CUPTI call that failed
  *
- * Build: cc -shared -fPIC -O2 -I<cupti include> -I<cuda include> cupti_inject.c \
+ * Cost: the library does nothing on the program's launching threads except hand CUPTI a
+ * buffer from a pool (zeroed in advance, so CUPTI need not zero it there). Records are read in
+ * CUPTI's buffer-completed callback, which CUPTI runs on its worker thread: per record it copies
+ * seven fields into a staging array; a kernel name is looked up by pointer (CUPTI shares one
+ * string among a kernel's records) and written once. One write() per staged batch.
+ *
+ * What ran before a crash is kept: each completed buffer is written at once, a background
+ * thread asks CUPTI for completed buffers every $ARCHLINE_CUPTI_FLUSH_MS ms (default 1000; 0
+ * turns it off), and exit() forces out the rest and writes the end clock pairs.
+ *
+ * Build: cc -shared -fPIC -O2 -Wall -Wextra -I<cupti include> -I<cuda include> cupti_inject.c \
  *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread
  */
 #define _GNU_SOURCE
 #include <cupti.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,12 +49,79 @@ typedef CUpti_ActivityMemcpy5 MemcpyRecord;
 #endif
 typedef CUpti_ActivityMemset4 MemsetRecord;
 
-#define BUFFER_BYTES (8u << 20)
-#define RECORD_ALIGN 8
-#define NAME_MAX_CHARS 4096
+enum {
+  CHUNK_CLOCK_START = 1,
+  CHUNK_CLOCK_END = 2,
+  CHUNK_ACTIVITIES = 3,
+  CHUNK_NAMES = 4,
+  CHUNK_DROPPED = 5,
+  CHUNK_ERROR = 6,
+};
+enum { ACT_KERNEL = 1, ACT_MEMCPY = 2, ACT_MEMSET = 3 };
 
-static FILE *out_fp = NULL;
+struct chunk_header {
+  char magic[4];
+  uint32_t type;
+  uint32_t count;
+  uint32_t bytes;
+};
+
+struct act_rec {
+  uint8_t kind;      /* ACT_* */
+  uint8_t copy_kind; /* memcpy: CUpti_ActivityMemcpyKind */
+  uint16_t reserved0;
+  uint32_t name_id; /* kernel: id from a NAMES chunk; 0 = no name */
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t stream;
+  uint32_t correlation;
+  uint32_t device;
+  uint32_t reserved1;
+  uint64_t bytes;
+};
+_Static_assert(sizeof(struct chunk_header) == 16, "chunk header is 16 bytes");
+_Static_assert(sizeof(struct act_rec) == 48, "activity record is 48 bytes");
+
+#define BUFFER_BYTES (8u << 20)
+#define POOL_MAX 8
+#define ACT_BATCH 8192
+#define NAMES_BYTES (256u << 10)
+#define NAME_MAX_CHARS 4096
+#define CLOCK_PAIRS 7
+#define DEFAULT_FLUSH_MS 1000L
+/* CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER; by number, as older headers lack the name. */
+#define ATTR_ZEROED_OUT_ACTIVITY_BUFFER ((CUpti_ActivityAttribute)5)
+
+/* The output file and the staging below are guarded by out_mu. */
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
+static int out_fd = -1;
+static pid_t owner_pid = 0;
+static struct act_rec acts[ACT_BATCH];
+static uint32_t n_acts = 0;
+static uint8_t names_buf[NAMES_BYTES];
+static uint32_t names_len = 0;
+static uint32_t n_names = 0;
+
+struct name_slot {
+  const char *ptr; /* CUPTI's string */
+  char *copy;      /* our copy, to notice a pointer reused for another name */
+  uint32_t id;
+};
+static struct name_slot *name_table = NULL;
+static size_t name_cap = 0;
+static size_t name_used = 0;
+static uint32_t next_name_id = 1;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *pool[POOL_MAX];
+static int pool_n = 0;
+
+static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cv = PTHREAD_COND_INITIALIZER;
+static pthread_t flusher;
+static int flusher_running = 0;
+static int flush_stop = 0;
+
 static int initialized = 0;
 
 static uint64_t realtime_ns(void) {
@@ -49,110 +130,322 @@ static uint64_t realtime_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void report_error(const char *call, CUptiResult res) {
-  const char *msg = "unknown";
-  cuptiGetResultString(res, &msg);
-  if (out_fp == NULL) return;
-  pthread_mutex_lock(&out_mu);
-  fprintf(out_fp, "E\t%s\t%d\t%s\n", call, (int)res, msg);
-  fflush(out_fp);
-  pthread_mutex_unlock(&out_mu);
+/* ---------------------------------------------------------------- output (out_mu held) */
+
+static void write_all(struct iovec *iov, int n) {
+  int i = 0;
+  while (out_fd >= 0 && i < n) {
+    ssize_t w = writev(out_fd, iov + i, n - i);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      /* Disk full or similar: stop recording, never disturb the program. */
+      close(out_fd);
+      out_fd = -1;
+      return;
+    }
+    size_t left = (size_t)w;
+    while (i < n && left >= iov[i].iov_len) {
+      left -= iov[i].iov_len;
+      ++i;
+    }
+    if (i < n) {
+      iov[i].iov_base = (char *)iov[i].iov_base + left;
+      iov[i].iov_len -= left;
+    }
+  }
 }
 
-#define CHECK(call)                          \
-  do {                                       \
-    CUptiResult _res = (call);               \
-    if (_res != CUPTI_SUCCESS) {             \
-      report_error(#call, _res);             \
-      return 0;                              \
-    }                                        \
-  } while (0)
+static void write_chunk(uint32_t type, uint32_t count, const void *payload, uint32_t bytes) {
+  struct chunk_header h = {{'A', 'L', 'C', '1'}, type, count, bytes};
+  struct iovec iov[2];
+  iov[0].iov_base = &h;
+  iov[0].iov_len = sizeof h;
+  iov[1].iov_base = (void *)payload;
+  iov[1].iov_len = bytes;
+  write_all(iov, bytes > 0 ? 2 : 1);
+}
 
-static void clock_pairs(const char *phase) {
+static void flush_names(void) {
+  if (n_names == 0) return;
+  write_chunk(CHUNK_NAMES, n_names, names_buf, names_len);
+  n_names = 0;
+  names_len = 0;
+}
+
+/* Names go out first: a record may only refer to a name already in the file. */
+static void flush_acts(void) {
+  flush_names();
+  if (n_acts == 0) return;
+  write_chunk(CHUNK_ACTIVITIES, n_acts, acts, n_acts * (uint32_t)sizeof(struct act_rec));
+  n_acts = 0;
+}
+
+static void clock_pairs(uint32_t type) {
   /* Several pairs: the reader keeps the one read in the shortest time. */
-  for (int i = 0; i < 7; ++i) {
+  uint64_t pairs[CLOCK_PAIRS][3];
+  for (int i = 0; i < CLOCK_PAIRS; ++i) {
     uint64_t cupti_ns = 0;
     uint64_t before = realtime_ns();
     cuptiGetTimestamp(&cupti_ns);
     uint64_t after = realtime_ns();
-    fprintf(out_fp, "C\t%llu\t%llu\t%llu\t%s\n", (unsigned long long)before, (unsigned long long)cupti_ns,
-            (unsigned long long)after, phase);
+    pairs[i][0] = before;
+    pairs[i][1] = cupti_ns;
+    pairs[i][2] = after;
   }
-  fflush(out_fp);
+  write_chunk(type, CLOCK_PAIRS, pairs, (uint32_t)sizeof pairs);
 }
 
-static void clean_name(char *dst, const char *src) {
-  size_t i = 0;
-  if (src != NULL) {
-    for (; src[i] != '\0' && i < NAME_MAX_CHARS - 1; ++i) {
-      char c = src[i];
-      dst[i] = (c == '\t' || c == '\n' || c == '\r') ? ' ' : c;
-    }
-  }
-  dst[i] = '\0';
+static void report_error(const char *call, CUptiResult res) {
+  const char *msg = "unknown";
+  cuptiGetResultString(res, &msg);
+  char text[1024];
+  int n = snprintf(text, sizeof text, "%s\t%d\t%s", call, (int)res, msg);
+  if (n < 0) return;
+  size_t len = (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+  size_t padded = (len + 8) & ~(size_t)7; /* at least one NUL */
+  if (padded > sizeof text) padded = sizeof text;
+  memset(text + len, 0, padded - len);
+  pthread_mutex_lock(&out_mu);
+  write_chunk(CHUNK_ERROR, 1, text, (uint32_t)padded);
+  pthread_mutex_unlock(&out_mu);
 }
+
+/* ---------------------------------------------------------------- kernel names (out_mu held) */
+
+static size_t hash_ptr(const char *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return (size_t)x;
+}
+
+static int grow_names(void) {
+  size_t cap = name_cap ? 2 * name_cap : 1024;
+  struct name_slot *t = calloc(cap, sizeof *t);
+  if (t == NULL) return 0;
+  for (size_t i = 0; i < name_cap; ++i) {
+    if (name_table[i].ptr == NULL) continue;
+    size_t j = hash_ptr(name_table[i].ptr) & (cap - 1);
+    while (t[j].ptr != NULL) j = (j + 1) & (cap - 1);
+    t[j] = name_table[i];
+  }
+  free(name_table);
+  name_table = t;
+  name_cap = cap;
+  return 1;
+}
+
+/* The id of a kernel name; the first time, the name is staged for the next NAMES chunk. */
+static uint32_t name_id(const char *name) {
+  if (name == NULL) return 0;
+  if (2 * (name_used + 1) > name_cap && !grow_names()) return 0;
+  size_t mask = name_cap - 1;
+  size_t j = hash_ptr(name) & mask;
+  while (name_table[j].ptr != NULL) {
+    if (name_table[j].ptr == name) {
+      if (strncmp(name_table[j].copy, name, NAME_MAX_CHARS - 1) == 0) return name_table[j].id;
+      break; /* the pointer now holds another name (a module was unloaded): new id, same slot */
+    }
+    j = (j + 1) & mask;
+  }
+  size_t len = strnlen(name, NAME_MAX_CHARS - 1);
+  char *copy = malloc(len + 1);
+  if (copy == NULL) return 0;
+  memcpy(copy, name, len);
+  copy[len] = '\0';
+  uint32_t entry = (uint32_t)((8 + len + 7) & ~(size_t)7);
+  if (entry > NAMES_BYTES - names_len) flush_names();
+  if (name_table[j].ptr != NULL) {
+    free(name_table[j].copy);
+  } else {
+    ++name_used;
+  }
+  uint32_t id = next_name_id++;
+  name_table[j].ptr = name;
+  name_table[j].copy = copy;
+  name_table[j].id = id;
+  uint8_t *e = names_buf + names_len;
+  uint32_t len32 = (uint32_t)len;
+  memcpy(e, &id, 4);
+  memcpy(e + 4, &len32, 4);
+  memcpy(e + 8, name, len);
+  memset(e + 8 + len, 0, entry - 8 - len);
+  names_len += entry;
+  ++n_names;
+  return id;
+}
+
+/* ---------------------------------------------------------------- CUPTI callbacks */
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = (uint8_t *)aligned_alloc(RECORD_ALIGN, BUFFER_BYTES);
-  *size = *buffer ? BUFFER_BYTES : 0;
+  /* Runs on the thread that needs the buffer, possibly the launching one: only a pool pop. */
+  uint8_t *b = NULL;
+  pthread_mutex_lock(&pool_mu);
+  if (pool_n > 0) b = pool[--pool_n];
+  pthread_mutex_unlock(&pool_mu);
+  if (b == NULL) b = calloc(1, BUFFER_BYTES); /* fresh pages are zero: no memset here */
+  *buffer = b;
+  *size = b != NULL ? BUFFER_BYTES : 0;
   *max_records = 0;
+}
+
+static void recycle(uint8_t *buffer, size_t size) {
+  if (size == BUFFER_BYTES) {
+    memset(buffer, 0, BUFFER_BYTES); /* here, on CUPTI's thread, rather than on a launching one */
+    pthread_mutex_lock(&pool_mu);
+    if (pool_n < POOL_MAX) {
+      pool[pool_n++] = buffer;
+      buffer = NULL;
+    }
+    pthread_mutex_unlock(&pool_mu);
+  }
+  free(buffer);
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size,
                                       size_t valid_size) {
-  (void)size;
-  static char name[NAME_MAX_CHARS];
   CUpti_Activity *rec = NULL;
   pthread_mutex_lock(&out_mu);
-  while (out_fp != NULL && cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
+  while (out_fd >= 0 && cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
+    struct act_rec *a = &acts[n_acts];
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const KernelRecord *k = (const KernelRecord *)rec;
-        clean_name(name, k->name);
-        fprintf(out_fp, "K\t%llu\t%llu\t%u\t%u\t%u\t0\t%s\n", (unsigned long long)k->start,
-                (unsigned long long)k->end, k->streamId, k->correlationId, k->deviceId, name);
+        memset(a, 0, sizeof *a);
+        a->kind = ACT_KERNEL;
+        a->name_id = name_id(k->name);
+        a->start_ns = k->start;
+        a->end_ns = k->end;
+        a->stream = k->streamId;
+        a->correlation = k->correlationId;
+        a->device = k->deviceId;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const MemcpyRecord *m = (const MemcpyRecord *)rec;
-        fprintf(out_fp, "M\t%llu\t%llu\t%u\t%u\t%u\t%llu\t%u\n", (unsigned long long)m->start,
-                (unsigned long long)m->end, m->streamId, m->correlationId, m->deviceId,
-                (unsigned long long)m->bytes, (unsigned)m->copyKind);
+        memset(a, 0, sizeof *a);
+        a->kind = ACT_MEMCPY;
+        a->copy_kind = (uint8_t)m->copyKind;
+        a->start_ns = m->start;
+        a->end_ns = m->end;
+        a->stream = m->streamId;
+        a->correlation = m->correlationId;
+        a->device = m->deviceId;
+        a->bytes = m->bytes;
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const MemsetRecord *s = (const MemsetRecord *)rec;
-        fprintf(out_fp, "S\t%llu\t%llu\t%u\t%u\t%u\t%llu\t\n", (unsigned long long)s->start,
-                (unsigned long long)s->end, s->streamId, s->correlationId, s->deviceId,
-                (unsigned long long)s->bytes);
+        memset(a, 0, sizeof *a);
+        a->kind = ACT_MEMSET;
+        a->start_ns = s->start;
+        a->end_ns = s->end;
+        a->stream = s->streamId;
+        a->correlation = s->correlationId;
+        a->device = s->deviceId;
+        a->bytes = s->bytes;
         break;
       }
       default:
-        break;
+        continue;
     }
+    if (++n_acts == ACT_BATCH) flush_acts();
   }
+  flush_acts();
   size_t dropped = 0;
-  if (out_fp != NULL && cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+  if (out_fd >= 0 && cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
       dropped > 0) {
-    fprintf(out_fp, "D\t%zu\n", dropped);
+    uint64_t d = (uint64_t)dropped;
+    write_chunk(CHUNK_DROPPED, 0, &d, (uint32_t)sizeof d);
   }
-  if (out_fp != NULL) fflush(out_fp);
   pthread_mutex_unlock(&out_mu);
-  free(buffer);
+  recycle(buffer, size);
 }
+
+/* ---------------------------------------------------------------- periodic flush */
+
+static void *flush_loop(void *arg) {
+  long ms = (long)(intptr_t)arg;
+  pthread_mutex_lock(&flush_mu);
+  while (!flush_stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec += 1;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&flush_cv, &flush_mu, &ts);
+    if (flush_stop) break;
+    pthread_mutex_unlock(&flush_mu);
+    /* Not forced: only buffers whose records are all complete, so nothing is cut short. */
+    cuptiActivityFlushAll(0);
+    pthread_mutex_lock(&flush_mu);
+  }
+  pthread_mutex_unlock(&flush_mu);
+  return NULL;
+}
+
+static void start_flusher(void) {
+  long ms = DEFAULT_FLUSH_MS;
+  const char *env = getenv("ARCHLINE_CUPTI_FLUSH_MS");
+  if (env != NULL && env[0] != '\0') {
+    char *end = NULL;
+    long v = strtol(env, &end, 10);
+    if (end != env && v >= 0) ms = v;
+  }
+  if (ms == 0) return;
+  /* The program's signals must keep going to its own threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (pthread_create(&flusher, NULL, flush_loop, (void *)(intptr_t)ms) == 0) flusher_running = 1;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void stop_flusher(void) {
+  if (!flusher_running) return;
+  pthread_mutex_lock(&flush_mu);
+  flush_stop = 1;
+  pthread_cond_signal(&flush_cv);
+  pthread_mutex_unlock(&flush_mu);
+  pthread_join(flusher, NULL);
+  flusher_running = 0;
+}
+
+/* ---------------------------------------------------------------- start and exit */
 
 static void at_exit(void) {
-  if (out_fp == NULL) return;
-  cuptiActivityFlushAll(1);
+  /* A child forked after initialisation shares our file but has no flusher thread: leave both. */
+  if (getpid() != owner_pid) return;
+  stop_flusher();
+  if (out_fd < 0) return;
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&out_mu);
-  clock_pairs("end");
-  fclose(out_fp);
-  out_fp = NULL;
+  flush_acts();
+  clock_pairs(CHUNK_CLOCK_END);
+  if (out_fd >= 0) close(out_fd);
+  out_fd = -1;
   pthread_mutex_unlock(&out_mu);
 }
 
+#define CHECK(call)              \
+  do {                           \
+    CUptiResult _res = (call);   \
+    if (_res != CUPTI_SUCCESS) { \
+      report_error(#call, _res); \
+      return 0;                  \
+    }                            \
+  } while (0)
+
 static int start_tracing(void) {
+  /* Best effort: a CUPTI that does not know the attribute zeroes buffers itself. */
+  uint8_t zeroed = 1;
+  size_t zeroed_size = sizeof zeroed;
+  (void)cuptiActivitySetAttribute(ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &zeroed_size, &zeroed);
   CHECK(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
   CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
   CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
@@ -168,11 +461,16 @@ int InitializeInjection(void) {
   const char *dir = getenv("ARCHLINE_CUPTI_OUT");
   if (dir == NULL || dir[0] == '\0') return 1;
   char path[4096];
-  snprintf(path, sizeof path, "%s/cupti-%ld.tsv", dir, (long)getpid());
-  out_fp = fopen(path, "w");
-  if (out_fp == NULL) return 1;
-  clock_pairs("start");
-  start_tracing();
+  int n = snprintf(path, sizeof path, "%s/cupti-%ld.bin", dir, (long)getpid());
+  if (n < 0 || (size_t)n >= sizeof path) return 1;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return 1;
+  pthread_mutex_lock(&out_mu);
+  out_fd = fd;
+  owner_pid = getpid();
+  clock_pairs(CHUNK_CLOCK_START);
+  pthread_mutex_unlock(&out_mu);
+  if (start_tracing()) start_flusher();
   atexit(at_exit);
   return 1;
 }

@@ -1,22 +1,32 @@
-"""Trace any CUDA binary: build archline's CUPTI injection library and read what it recorded."""
+"""Trace any CUDA program in a child process: build archline's CUPTI injection library and read what it recorded."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from archline.errors import CUPTIUnavailableError, TraceError
 from archline.gpu.cupti_trace import ClockMap, ClockPair, RawActivity, to_records
 from archline.measurement.activity import ActivityRecord, memcpy_name
 
 __all__ = [
+    "ACTIVITY_DTYPE",
+    "CHUNK_HEADER",
     "INJECTION_SOURCE",
+    "MAGIC",
+    "ActivityType",
+    "ChunkType",
     "CuptiPaths",
     "InjectionTrace",
     "build_injection",
@@ -132,6 +142,8 @@ def build_injection(cache_dir: str | os.PathLike[str] | None = None, *, cc: str 
         "-shared",
         "-fPIC",
         "-O2",
+        "-Wall",
+        "-Wextra",
         f"-I{paths.include_dir}",
         f"-I{paths.cuda_include_dir}",
         str(INJECTION_SOURCE),
@@ -167,9 +179,65 @@ class InjectionTrace:
     dropped: int = 0
     errors: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
+    #: Files whose last chunk was cut short (the process died while writing it).
+    truncated: list[Path] = field(default_factory=list)
 
 
-def _parse_file(path: Path, out: InjectionTrace) -> None:
+# The binary format of cupti_inject.c (its header comment describes it).
+#: Every chunk starts with MAGIC, its ChunkType, a count and its payload's size in bytes.
+MAGIC = b"ALC1"
+CHUNK_HEADER = struct.Struct("<4sIII")
+
+
+class ChunkType(enum.IntEnum):
+    CLOCK_START = 1
+    CLOCK_END = 2
+    ACTIVITIES = 3
+    NAMES = 4
+    DROPPED = 5
+    ERROR = 6
+
+
+class ActivityType(enum.IntEnum):
+    """The ``kind`` field of an ACTIVITIES record."""
+
+    KERNEL = 1
+    MEMCPY = 2
+    MEMSET = 3
+
+
+ACTIVITY_DTYPE = np.dtype(
+    [
+        ("kind", "u1"),
+        ("copy_kind", "u1"),
+        ("reserved0", "<u2"),
+        ("name_id", "<u4"),
+        ("start_ns", "<u8"),
+        ("end_ns", "<u8"),
+        ("stream", "<u4"),
+        ("correlation", "<u4"),
+        ("device", "<u4"),
+        ("reserved1", "<u4"),
+        ("bytes", "<u8"),
+    ]
+)
+_NAME_ENTRY = struct.Struct("<II")
+
+
+def _finish_file(
+    path: Path, start: list[ClockPair], end: list[ClockPair], raw: list[RawActivity], out: InjectionTrace
+) -> None:
+    if not start:
+        if raw:
+            raise TraceError(path, "records without clock pairs")
+        return
+    clock = ClockMap.from_pairs(start, end)
+    out.clocks.append(clock)
+    out.records.extend(to_records(raw, clock))
+
+
+def _parse_text_file(path: Path, out: InjectionTrace) -> None:
+    """The text format of earlier versions of the library (``cupti-<pid>.tsv``), kept for old run directories."""
     start: list[ClockPair] = []
     end: list[ClockPair] = []
     raw: list[RawActivity] = []
@@ -203,21 +271,93 @@ def _parse_file(path: Path, out: InjectionTrace) -> None:
                 raise ValueError(f"unexpected record {line[:40]!r}")
         except ValueError as exc:
             raise TraceError(path, f"malformed injection record ({exc})", i) from None
-    if not start:
-        if raw:
-            raise TraceError(path, "records without clock pairs")
-        return
-    clock = ClockMap.from_pairs(start, end)
-    out.clocks.append(clock)
-    out.records.extend(to_records(raw, clock))
+    _finish_file(path, start, end, raw, out)
+
+
+def _names(data: bytes, offset: int, count: int, nbytes: int, names: dict[int, str]) -> None:
+    pos, stop = offset, offset + nbytes
+    for _ in range(count):
+        if pos + 8 > stop:
+            raise ValueError("name entry past the end of its chunk")
+        ident, length = _NAME_ENTRY.unpack_from(data, pos)
+        if pos + 8 + length > stop:
+            raise ValueError("name past the end of its chunk")
+        names[ident] = data[pos + 8 : pos + 8 + length].decode("utf-8", errors="replace")
+        pos += (8 + length + 7) & ~7
+
+
+def _activities(acts: np.ndarray[Any, Any], names: dict[int, str]) -> list[RawActivity]:
+    out: list[RawActivity] = []
+    memcpy_names: dict[int, str] = {}
+    kernel, memcpy, memset = int(ActivityType.KERNEL), int(ActivityType.MEMCPY), int(ActivityType.MEMSET)
+    for kind, copy_kind, _, name_id, s, e, stream, corr, dev, _, nbytes in acts.tolist():
+        if kind == kernel:
+            out.append(("kernel", names.get(name_id) or "(unnamed kernel)", s, e, stream, corr, dev, 0))
+        elif kind == memcpy:
+            name = memcpy_names.get(copy_kind)
+            if name is None:
+                name = memcpy_names[copy_kind] = memcpy_name(copy_kind)
+            out.append(("memcpy", name, s, e, stream, corr, dev, nbytes))
+        elif kind == memset:
+            out.append(("memset", "[memset]", s, e, stream, corr, dev, nbytes))
+    return out
+
+
+def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
+    data = path.read_bytes()
+    start: list[ClockPair] = []
+    end: list[ClockPair] = []
+    names: dict[int, str] = {}
+    chunks: list[np.ndarray[Any, Any]] = []
+    pos, size = 0, len(data)
+    while pos + CHUNK_HEADER.size <= size:
+        magic, kind, count, nbytes = CHUNK_HEADER.unpack_from(data, pos)
+        if magic != MAGIC:
+            raise TraceError(path, f"malformed injection output: no chunk header at byte {pos}")
+        body = pos + CHUNK_HEADER.size
+        if body + nbytes > size:
+            break  # the process died while writing this chunk
+        try:
+            if kind in (ChunkType.CLOCK_START, ChunkType.CLOCK_END):
+                if count * 24 > nbytes:
+                    raise ValueError(f"{count} clock pairs do not fit in {nbytes} bytes")
+                vals = np.frombuffer(data, "<u8", 3 * count, body).reshape(count, 3).tolist()
+                (start if kind == ChunkType.CLOCK_START else end).extend(ClockPair(a, d, b) for a, d, b in vals)
+            elif kind == ChunkType.ACTIVITIES:
+                if count * ACTIVITY_DTYPE.itemsize != nbytes:
+                    raise ValueError(f"{count} activity records do not fill {nbytes} bytes")
+                chunks.append(np.frombuffer(data, ACTIVITY_DTYPE, count, body))
+            elif kind == ChunkType.NAMES:
+                _names(data, body, count, nbytes, names)
+            elif kind == ChunkType.DROPPED:
+                if nbytes < 8:
+                    raise ValueError("dropped-records chunk without its count")
+                out.dropped += int(np.frombuffer(data, "<u8", 1, body)[0])
+            elif kind == ChunkType.ERROR:
+                text = data[body : body + nbytes].rstrip(b"\0").decode("utf-8", errors="replace")
+                f = text.split("\t")
+                out.errors.append(f"{f[0]} failed with {f[2]}" if len(f) >= 3 else text)
+            # Other chunk types come from a newer library: skipped.
+        except ValueError as exc:
+            raise TraceError(path, f"malformed injection chunk at byte {pos} ({exc})") from None
+        pos = body + nbytes
+    if pos != size:
+        out.truncated.append(path)
+    raw: list[RawActivity] = []
+    for acts in chunks:
+        raw.extend(_activities(acts, names))
+    _finish_file(path, start, end, raw, out)
 
 
 def read_injection_output(out_dir: str | os.PathLike[str]) -> InjectionTrace:
-    """Read every ``cupti-<pid>.tsv`` in ``out_dir`` (one per CUDA process of the traced program)."""
+    """Read every ``cupti-<pid>.bin`` (and older ``cupti-<pid>.tsv``) in ``out_dir``: one per CUDA process."""
     d = Path(out_dir)
     out = InjectionTrace()
-    for p in sorted(d.glob("cupti-*.tsv")):
+    for p in sorted([*d.glob("cupti-*.bin"), *d.glob("cupti-*.tsv")]):
         out.files.append(p)
-        _parse_file(p, out)
+        if p.suffix == ".bin":
+            _parse_binary_file(p, out)
+        else:
+            _parse_text_file(p, out)
     out.records.sort(key=lambda r: (r.start_s, r.end_s))
     return out

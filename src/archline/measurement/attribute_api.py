@@ -46,6 +46,10 @@ class Backend:
     device_state: Callable[[int], dict[str, Any]]
     make_tracer: Callable[[Callable[[list[Any]], None] | None], Tracer]
     clock: Clock | None = None
+    #: Builds (or finds) the CUPTI injection library for tracing a child process and returns
+    #: its path; raises CUPTIUnavailableError where it cannot. None: archline's own
+    #: (:func:`archline.gpu.cupti_inject.build_injection`).
+    injection: Callable[[], Path] | None = None
     #: Sensor time recorded before and after the block: the energy counter updates every
     #: ~100 ms and the attribution needs several updates on either side.
     pre_s: float = 0.5
@@ -88,7 +92,8 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
     The sensors start ``pre_s`` before the block and stop ``post_s`` after it (the energy
     counter updates every ~100 ms, so it needs updates on both sides). With ``out`` the raw
     traces, the tables, the Perfetto trace and the plot go into that run directory; activity
-    batches are saved as they arrive, so a crash keeps what ran before it.
+    batches the tracer converts while the block runs are saved as they arrive (the CUPTI
+    tracer converts most only after the block, to keep its cost off the program).
     ``trace=False`` records no kernels: the block gets whole-program energy only, unless
     activities are added with :meth:`add_activities` (e.g. from the injection library).
     """
@@ -124,6 +129,8 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         self.activities: list[ActivityRecord] = []
         self.program_span: tuple[float, float] | None = None
         self.notes: list[str] = []
+        #: Facts for the manifest's ``extra`` (e.g. which tracer recorded the kernels).
+        self.info: dict[str, Any] = {}
         self.clock_info: dict[str, Any] | None = None
         self.status: RunStatus = "running"
         self._extra: list[ActivityRecord] = []
@@ -286,7 +293,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             files.update({k: v for k, v in OUTPUT_FILES.items() if not k.startswith("raw/")})
         _, state_after = self._device_facts()
         notes = tuple(self.notes) + (self.result.notes if self.result is not None else ())
-        extra: dict[str, Any] = {"gpu_index": self.gpu}
+        extra: dict[str, Any] = {**self.info, "gpu_index": self.gpu}
         if self.result is not None:
             extra["total_energy_j"] = self.result.total_energy_j
             extra["whole_program_only"] = self.result.whole_program_only

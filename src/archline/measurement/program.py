@@ -1,4 +1,4 @@
-"""Run the program that ``archline run`` measures: Python in this interpreter, anything else as a child."""
+"""Run the program that ``archline run`` measures: in this interpreter (Python only) or as a child process."""
 
 from __future__ import annotations
 
@@ -11,14 +11,24 @@ import signal
 import subprocess
 import sys
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from archline.errors import CommandError, InputError
+from archline.errors import CommandError, CUPTIUnavailableError, InputError
 
-__all__ = ["ProgramSpec", "classify_command", "run_binary", "run_python"]
+__all__ = [
+    "TRACERS",
+    "ProgramSpec",
+    "TracerChoice",
+    "as_child",
+    "check_tracer",
+    "choose_tracer",
+    "classify_command",
+    "run_binary",
+    "run_python",
+]
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)?)?$")
 # Interpreter options that take no argument / one argument, which an in-process run can honour
@@ -32,12 +42,13 @@ class ProgramSpec:
     """What to run. ``how``: ``script`` (a .py file), ``module`` (``-m``), ``code`` (``-c``) or ``binary``.
 
     ``target`` is the file, module name, code or executable path; ``argv`` is what the program
-    sees as ``sys.argv`` (or the child's full command line).
+    sees as ``sys.argv`` (or the child's full command line); ``command`` the command as given.
     """
 
     how: Literal["script", "module", "code", "binary"]
     target: str
     argv: tuple[str, ...]
+    command: tuple[str, ...] = ()
 
     @property
     def in_process(self) -> bool:
@@ -52,16 +63,37 @@ def classify_command(cmd: Sequence[str]) -> ProgramSpec:
     if exe.endswith(".py"):
         if not Path(exe).is_file():
             raise CommandError(f"{exe}: no such file")
-        return ProgramSpec("script", exe, tuple(cmd))
+        return ProgramSpec("script", exe, tuple(cmd), tuple(cmd))
     base = os.path.basename(exe)
     if _PYTHON.match(base) or os.path.realpath(shutil.which(exe) or exe) == os.path.realpath(sys.executable):
-        return _classify_python(cmd)
-    path = (
-        shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) and Path(exe).is_file() else None)
-    )
+        return replace(_classify_python(cmd), command=tuple(cmd))
+    path = _executable(exe)
     if path is None:
         raise CommandError(f"{exe}: command not found")
-    return ProgramSpec("binary", path, tuple(cmd))
+    return ProgramSpec("binary", path, tuple(cmd), tuple(cmd))
+
+
+def _executable(exe: str) -> str | None:
+    if os.sep not in exe:
+        return shutil.which(exe)
+    return exe if os.access(exe, os.X_OK) and Path(exe).is_file() else None
+
+
+def as_child(spec: ProgramSpec) -> ProgramSpec:
+    """The program as a child process: a binary as it is, a Python program with its interpreter.
+
+    The command runs as given (``python3 -u train.py`` starts that ``python3``); a bare ``.py``
+    file runs with this interpreter, as it would in-process.
+    """
+    if spec.how == "binary":
+        return spec
+    cmd = spec.command or spec.argv
+    if cmd[0].endswith(".py"):
+        cmd = (sys.executable, *cmd)
+    path = _executable(cmd[0])
+    if path is None:
+        raise CommandError(f"{cmd[0]}: command not found")
+    return ProgramSpec("binary", path, cmd, spec.command)
 
 
 def _classify_python(cmd: Sequence[str]) -> ProgramSpec:
@@ -87,6 +119,62 @@ def _classify_python(cmd: Sequence[str]) -> ProgramSpec:
                 raise CommandError(f"{a}: no such file")
             return ProgramSpec("script", a, tuple(cmd[i:]))
     raise InputError("archline run needs a script, -m module or -c code after python (no interactive session)")
+
+
+#: ``--tracer`` values: ``inject`` (a child process with the CUPTI injection library), ``python``
+#: (in this interpreter with cupti-python), ``auto`` (inject where the library can be built).
+TRACERS = ("auto", "inject", "python")
+
+
+@dataclass(frozen=True)
+class TracerChoice:
+    """How ``archline run`` records a program's kernels.
+
+    ``mode``: ``inject`` runs the program as a child process (with the injection library
+    ``lib`` when kernels are traced), ``python`` in this interpreter with cupti-python.
+    ``untraced`` says why a child gets no kernel trace; ``note`` is the line for the run's notes.
+    """
+
+    mode: Literal["inject", "python"]
+    lib: Path | None = None
+    note: str = ""
+    untraced: str | None = None
+
+
+def check_tracer(tracer: str) -> None:
+    """Refuse a ``--tracer`` value that is not one of :data:`TRACERS` (InputError)."""
+    if tracer not in TRACERS:
+        raise InputError(f"--tracer must be one of {', '.join(TRACERS)} (got {tracer!r})")
+
+
+def choose_tracer(spec: ProgramSpec, tracer: str, *, trace: bool, build: Callable[[], Path]) -> TracerChoice:
+    """Resolve ``--tracer`` for ``spec``; ``build`` returns the injection library or raises CUPTIUnavailableError."""
+    check_tracer(tracer)
+    if not spec.in_process and tracer == "python":
+        raise InputError(
+            f"--tracer python traces Python programs only; {spec.argv[0]} runs as a child process "
+            "(use --tracer inject or auto)"
+        )
+    if not trace:
+        if spec.in_process and tracer != "inject":
+            return TracerChoice("python")
+        return TracerChoice("inject", untraced="kernel tracing was turned off (--no-kernels)")
+    if tracer == "python":
+        return TracerChoice("python", note="tracer: python (cupti-python in archline's process; --tracer python)")
+    try:
+        lib = build()
+    except CUPTIUnavailableError as exc:
+        if tracer == "inject":
+            raise CUPTIUnavailableError(f"--tracer inject: {exc}") from None
+        if spec.in_process:
+            return TracerChoice(
+                "python",
+                note=f"tracer: python (cupti-python in archline's process), chosen by --tracer auto because the "
+                f"CUPTI injection library is unavailable ({exc}); expect more overhead for launch-bound programs",
+            )
+        return TracerChoice("inject", untraced=f"the CUPTI injection library is unavailable ({exc})")
+    how = "--tracer auto" if tracer == "auto" else "--tracer inject"
+    return TracerChoice("inject", lib, f"tracer: inject (CUPTI injection library in a child process; {how})")
 
 
 @contextlib.contextmanager
