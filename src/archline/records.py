@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import datetime as _dt
+import gzip
 import io
 import json
 import math
@@ -192,11 +193,15 @@ def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a CSV written by :func:`write_csv`, converting numbers and booleans back."""
     p = Path(path)
     try:
+        # Large recorded tables may be shipped gzip-compressed (``.csv.gz``).
+        if p.suffix == ".gz":
+            with gzip.open(p, "rt", newline="", encoding="utf-8") as gz:
+                return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(gz)]
         with p.open(newline="", encoding="utf-8") as fh:
             return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fh)]
     except FileNotFoundError:
         raise RunDirError(f"{p}: file not found") from None
-    except (csv.Error, UnicodeDecodeError) as exc:
+    except (csv.Error, UnicodeDecodeError, OSError, EOFError) as exc:
         raise RunDirError(f"{p}: not a readable CSV file ({exc})") from None
 
 

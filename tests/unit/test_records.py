@@ -102,3 +102,11 @@ def test_short_csv_rows_read_as_missing(tmp_path: Path) -> None:
 def test_numpy_floats_are_written_as_plain_numbers(tmp_path: Path) -> None:
     write_csv(tmp_path / "r.csv", [{"x": np.float64(0.16), "y": np.float32(2.5)}])
     assert (tmp_path / "r.csv").read_text().splitlines()[1] == "0.16,2.5"
+
+
+def test_gzipped_csv_reads_like_plain(tmp_path: Path) -> None:
+    import gzip
+
+    write_csv(tmp_path / "r.csv", [{"a": 1, "b": "x"}])
+    (tmp_path / "r.csv.gz").write_bytes(gzip.compress((tmp_path / "r.csv").read_bytes()))
+    assert read_csv(tmp_path / "r.csv.gz") == read_csv(tmp_path / "r.csv")

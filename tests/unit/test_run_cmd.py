@@ -211,16 +211,16 @@ def injecting_gpu(fake_gpu, monkeypatch, tmp_path):
     return fake_gpu
 
 
-def test_auto_runs_a_python_program_as_a_child_with_the_injection_library(injecting_gpu, tmp_path):
+def test_inject_runs_a_python_program_as_a_child_with_the_injection_library(injecting_gpu, tmp_path):
     p = tmp_path / "child.py"
     p.write_text(CHILD_SCRIPT)
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(p), "12", "3"])
+    res = CliRunner().invoke(app, ["run", "--tracer", "inject", "-o", str(out), "--", str(p), "12", "3"])
     assert res.exit_code == 3, res.output
     assert "child_kernel" in res.output and "exited with status 3" in res.output
     rd = RunDir.open(out)
     assert rd.manifest.extra["tracer"] == "inject"
-    assert any(n.startswith("tracer: inject") and "auto" in n for n in rd.manifest.notes)
+    assert any(n.startswith("tracer: inject") and "--tracer inject" in n for n in rd.manifest.notes)
     assert rd.manifest.command[0] == sys.executable
     rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
     assert rows["child_kernel"]["calls"] == 12
@@ -237,14 +237,14 @@ def test_tracer_python_keeps_the_program_in_process(injecting_gpu, script, tmp_p
     assert {r["name"] for r in rd.read_csv("kernels.csv")} >= {"hot_kernel", "cool_kernel"}
 
 
-def test_auto_without_the_library_runs_in_process_and_says_why(fake_gpu, script, tmp_path):
+def test_auto_keeps_a_python_program_in_process_and_says_so(fake_gpu, script, tmp_path):
     out = tmp_path / "run"
     res = CliRunner().invoke(app, ["run", "--json", "-o", str(out), "--", str(script), "2", "0"])
     assert res.exit_code == 0
     payload = json.loads(res.stdout[res.stdout.index("{") :])
     assert payload["tracer"] == "python"
     note = next(n for n in RunDir.open(out).manifest.notes if n.startswith("tracer:"))
-    assert "auto" in note and "injection library is unavailable" in note
+    assert "--tracer auto, for a Python program" in note
 
 
 def test_tracer_inject_without_the_library_is_one_line_exit_3(fake_gpu, tmp_path):
@@ -291,8 +291,9 @@ def test_choose_tracer(tmp_path):
     binary = classify_command(["sh", "-c", "true"])
     choose = choose_tracer
     assert choose(py, "auto", trace=True, build=ok) == TracerChoice(
-        "inject", lib, "tracer: inject (CUPTI injection library in a child process; --tracer auto)"
+        "python", None, "tracer: python (cupti-python in archline's process; --tracer auto, for a Python program)"
     )
+    assert not built  # auto never builds the library for a Python program
     assert choose(py, "auto", trace=True, build=missing).mode == "python"
     assert choose(py, "inject", trace=True, build=ok).lib == lib
     with pytest.raises(CUPTIUnavailableError, match="--tracer inject: no cc"):

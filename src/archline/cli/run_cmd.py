@@ -306,7 +306,7 @@ def register(app: typer.Typer) -> None:
                 metavar="auto|inject|python",
                 help="How kernels are recorded: inject = the program runs as a child with archline's CUPTI "
                 "injection library (no Python work per kernel); python = in this interpreter with cupti-python "
-                "(costly for launch-bound programs); auto = inject where the library can be built.",
+                "(validated; costly for launch-bound programs); auto = python for Python programs, inject otherwise.",
             ),
         ] = "auto",
         top: Annotated[int, typer.Option("--top", help="Kernels shown on the terminal (the CSV has all).")] = 20,

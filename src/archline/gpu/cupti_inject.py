@@ -63,12 +63,8 @@ def _candidates() -> list[tuple[Path, Path]]:
     inc, lib = os.environ.get("ARCHLINE_CUPTI_INCLUDE"), os.environ.get("ARCHLINE_CUPTI_LIB")
     if inc and lib:
         pairs.append((Path(inc), Path(lib)))
-    for nv in _site_dirs():
-        # nvidia-cuda-cupti wheels: nvidia/cu13/{include,lib} (CUDA 13), nvidia/cuda_cupti/{include,lib} (12).
-        pairs += [
-            (nv / "cu13" / "include", nv / "cu13" / "lib"),
-            (nv / "cuda_cupti" / "include", nv / "cuda_cupti" / "lib"),
-        ]
+    # A CUDA toolkit first: its CUPTI, cuda.h and crt/ headers belong together (seen on the GPU
+    # image: the nvidia-cuda-cupti wheel's include dir has cuda.h but not crt/host_defines.h).
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
             h = Path(home)
@@ -76,6 +72,12 @@ def _candidates() -> list[tuple[Path, Path]]:
                 (h / "extras" / "CUPTI" / "include", h / "extras" / "CUPTI" / "lib64"),
                 (h / "include", h / "lib64"),
             ]
+    for nv in _site_dirs():
+        # nvidia-cuda-cupti wheels: nvidia/cu13/{include,lib} (CUDA 13), nvidia/cuda_cupti/{include,lib} (12).
+        pairs += [
+            (nv / "cu13" / "include", nv / "cu13" / "lib"),
+            (nv / "cuda_cupti" / "include", nv / "cuda_cupti" / "lib"),
+        ]
     return pairs
 
 
@@ -111,8 +113,10 @@ def find_cupti(
             "CUPTI headers and library not found (install nvidia-cuda-cupti or the CUDA toolkit, "
             "or set ARCHLINE_CUPTI_INCLUDE and ARCHLINE_CUPTI_LIB)"
         )
-    for d in [found[0], *(_cuda_include_dirs() if cuda_include_dirs is None else cuda_include_dirs)]:
-        if (d / "cuda.h").is_file():
+    dirs = list(_cuda_include_dirs() if cuda_include_dirs is None else cuda_include_dirs)
+    for d in [*dirs, found[0]]:
+        # A usable cuda.h comes with its crt/ headers (a wheel's include dir may lack them).
+        if (d / "cuda.h").is_file() and ((d / "crt").is_dir() or d == found[0]):
             return CuptiPaths(found[0], found[1], d)
     raise CUPTIUnavailableError("cuda.h not found (set CUDA_HOME to a CUDA toolkit) to build the CUPTI injection")
 
@@ -144,8 +148,8 @@ def build_injection(cache_dir: str | os.PathLike[str] | None = None, *, cc: str 
         "-O2",
         "-Wall",
         "-Wextra",
-        f"-I{paths.include_dir}",
         f"-I{paths.cuda_include_dir}",
+        f"-I{paths.include_dir}",
         str(INJECTION_SOURCE),
         f"-L{libdir}",
         f"-l:{paths.lib_path.name}",

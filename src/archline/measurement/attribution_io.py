@@ -127,7 +127,13 @@ def load_raw(directory: str | os.PathLike[str]) -> RawRun:
     if not (d / RECORDING_FILE).is_file():
         raise RunDirError(f"{d}: no {RECORDING_FILE}; not an archline run with raw traces")
     rec = load_recording(d / RECORDING_FILE)
-    acts = read_activities(d / ACTIVITIES_FILE) if (d / ACTIVITIES_FILE).is_file() else []
+    gz = d / (ACTIVITIES_FILE + ".gz")  # shipped runs keep large timelines compressed
+    if (d / ACTIVITIES_FILE).is_file():
+        acts = read_activities(d / ACTIVITIES_FILE)
+    elif gz.is_file():
+        acts = read_activities(gz)
+    else:
+        acts = []
     info: dict[str, Any] = {}
     clock = None
     try:

@@ -122,7 +122,8 @@ def _classify_python(cmd: Sequence[str]) -> ProgramSpec:
 
 
 #: ``--tracer`` values: ``inject`` (a child process with the CUPTI injection library), ``python``
-#: (in this interpreter with cupti-python), ``auto`` (inject where the library can be built).
+#: (in this interpreter with cupti-python), ``auto``: ``python`` for Python programs (the tracer
+#: validated on H100/H200), ``inject`` for other binaries (their only way to be traced).
 TRACERS = ("auto", "inject", "python")
 
 
@@ -159,8 +160,11 @@ def choose_tracer(spec: ProgramSpec, tracer: str, *, trace: bool, build: Callabl
         if spec.in_process and tracer != "inject":
             return TracerChoice("python")
         return TracerChoice("inject", untraced="kernel tracing was turned off (--no-kernels)")
-    if tracer == "python":
-        return TracerChoice("python", note="tracer: python (cupti-python in archline's process; --tracer python)")
+    if tracer == "python" or (tracer == "auto" and spec.in_process):
+        # auto keeps Python programs in-process: the injection path has not yet traced a real
+        # program on a GPU in this project's runs (docs/attribution.md), the in-process one has.
+        how = "--tracer python" if tracer == "python" else "--tracer auto, for a Python program"
+        return TracerChoice("python", note=f"tracer: python (cupti-python in archline's process; {how})")
     try:
         lib = build()
     except CUPTIUnavailableError as exc:
