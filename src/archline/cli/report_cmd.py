@@ -65,6 +65,14 @@ def register(app: typer.Typer) -> None:
         ] = None,
         list_runs: Annotated[bool, typer.Option("--list", help="List the shipped recorded runs and exit.")] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print where the report is as JSON.")] = False,
+        refresh_targets: Annotated[
+            str | None,
+            typer.Option(
+                "--refresh-targets",
+                metavar="REASON",
+                help="Re-evaluate a characterize run's targets.csv from its own tables first (noted in its manifest).",
+            ),
+        ] = None,
     ) -> None:
         """Rebuild the report of a run directory (characterize, instructions, or any registered kind)."""
         from archline.report.registry import RenderedReport, render_run
@@ -83,6 +91,11 @@ def register(app: typer.Typer) -> None:
                 target = out or _DEFAULT_OUT / shipped.key.replace("/", "-")
                 rendered = render_run(shipped.path, target)
             else:
+                if refresh_targets:
+                    from archline.bench.characterize import refresh_targets as _refresh
+                    from archline.records import RunDir
+
+                    _refresh(RunDir.open(path), refresh_targets)
                 rendered = render_run(path, out)
         if json_out:
             print_json(rendered.to_json())
