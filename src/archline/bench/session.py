@@ -9,11 +9,15 @@ from types import TracebackType
 from typing import Any
 
 from archline.bench.energy import WindowEstimator
+from archline.errors import UnsupportedArchitectureError
 from archline.gpu.base import Executor
 from archline.measurement.sampler import Sampler
 from archline.records import Manifest, RunDir
 
-__all__ = ["GPUSession", "save_recording"]
+__all__ = ["MIN_COMPUTE_CAPABILITY", "GPUSession", "save_recording"]
+
+#: archline's generated PTX targets sm_90; the driver JIT-compiles it for later GPUs too.
+MIN_COMPUTE_CAPABILITY = (9, 0)
 
 
 def save_recording(rd: RunDir, name: str, sampler: Sampler) -> None:
@@ -64,6 +68,11 @@ class GPUSession:
             before = device_state(self._nvml)
             self.ex = CudaExecutor(self.gpu)
             dev = self.ex.device
+            if dev.compute_capability < MIN_COMPUTE_CAPABILITY:
+                cc = f"{dev.compute_capability[0]}.{dev.compute_capability[1]}"
+                raise UnsupportedArchitectureError(
+                    f"{dev.name} has compute capability {cc}; archline's kernels need 9.0 (Hopper) or later"
+                )
             gpu_facts = dict(static)
             gpu_facts.update(
                 {

@@ -10,11 +10,12 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from archline.errors import ArchlineError
 from archline.records import to_jsonable
 
-__all__ = ["console", "err_console", "fail", "handle_errors", "print_json"]
+__all__ = ["console", "err_console", "fail", "handle_errors", "print_json", "progress_bar"]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -54,3 +55,15 @@ def print_json(obj: Any) -> None:
     """Print ``obj`` as strict JSON on stdout (no Rich markup, no wrapping)."""
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")
     sys.stdout.flush()
+
+
+def progress_bar() -> Progress:
+    """The progress bar of long GPU commands (on stderr, gone when done)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )

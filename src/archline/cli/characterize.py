@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from archline.cli._common import console, err_console, handle_errors
-from archline.errors import GPUUnavailableError, InputError, UnsupportedArchitectureError
+from archline.cli._common import console, err_console, handle_errors, progress_bar
+from archline.errors import GPUUnavailableError, InputError
 from archline.kernels.spec import KernelSpec
 
 __all__ = ["register"]
@@ -117,11 +116,6 @@ def _characterize(gpu: int, quick: bool, only: list[str], output: Path, force: b
     try:
         with GPUSession(gpu, output, "characterize", force=force, extra={"quick": quick, "only": only}) as s:
             dev = s.ex.device
-            if dev.compute_capability < (9, 0):
-                raise UnsupportedArchitectureError(
-                    f"{dev.name} has compute capability {dev.compute_capability[0]}.{dev.compute_capability[1]}; "
-                    "archline's kernels need 9.0 (Hopper) or later"
-                )
             groups = ("arithmetic", "memory", "sync")
             pool = [k for k in catalogue.catalogue(dev) if k.group in groups]
             specs = catalogue.select(only, specs=pool) if only else (catalogue.quick(dev) if quick else pool)
@@ -133,14 +127,7 @@ def _characterize(gpu: int, quick: bool, only: list[str], output: Path, force: b
             s.note_extra(planned=[k.name for k in specs], copy_bytes_per_s=copy_bps, target_s=target_s)
             est = s.estimator(progress=lambda m: err_console.print(f"archline: sensor calibration: {m}"))
             runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-            ) as prog:
+            with progress_bar() as prog:
                 task = prog.add_task("characterize", total=len(specs))
 
                 def started(spec: KernelSpec, i: int, n: int) -> None:

@@ -7,10 +7,9 @@ import time
 from pathlib import Path
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from archline.cli._common import console, err_console, handle_errors
-from archline.errors import InputError, UnsupportedArchitectureError
+from archline.cli._common import console, err_console, handle_errors, progress_bar
+from archline.errors import InputError
 
 __all__ = ["parse_opt_levels", "register"]
 
@@ -117,12 +116,6 @@ def _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s) -> 
     res = InstructionResult()
     try:
         with GPUSession(gpu, output, "instructions", force=force) as s:
-            dev = s.ex.device
-            if dev.compute_capability < (9, 0):
-                raise UnsupportedArchitectureError(
-                    f"{dev.name} has compute capability {dev.compute_capability[0]}.{dev.compute_capability[1]}; "
-                    "archline's kernels need 9.0 (Hopper) or later"
-                )
             s.note_extra(
                 planned=[f"{p.instruction.name} -O{lvl}" for p in pairs for lvl in levels],
                 opt_levels=levels,
@@ -132,14 +125,7 @@ def _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s) -> 
             # Short idle gaps: the overhead kernel follows its instruction kernel at once by design.
             opts = RunnerOptions(target_s=target_s, warmup=False, idle_gap_s=0.2)
             runner = Runner(s.ex, s.sampler, opts, estimator=est)
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err_console,
-                transient=True,
-            ) as prog:
+            with progress_bar() as prog:
                 task = prog.add_task("instructions", total=len(pairs) * len(levels))
 
                 def started(name: str, i: int, n: int) -> None:

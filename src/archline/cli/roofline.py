@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from archline.cli._common import console, err_console, handle_errors
-from archline.errors import InputError, UnsupportedArchitectureError
+from archline.errors import InputError
 
 __all__ = ["parse_precisions", "register"]
 
@@ -90,11 +90,6 @@ def _run(
     t0 = time.time()
     with GPUSession(gpu, output, "roofline", force=force, extra={"precisions": precisions}) as s:
         dev = s.ex.device
-        if dev.compute_capability < (9, 0):
-            raise UnsupportedArchitectureError(
-                f"{dev.name} has compute capability {dev.compute_capability[0]}.{dev.compute_capability[1]}; "
-                "archline's kernels need 9.0 (Hopper) or later"
-            )
 
         def say(msg: str, *_: Any) -> None:
             err_console.print(f"archline: {msg}")
