@@ -1,0 +1,97 @@
+"""The GPU commands on a machine without a GPU: shipped-run fallback and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from archline.cli.app import app
+from archline.errors import NVMLUnavailableError
+from archline.sensors import nvml
+
+
+@pytest.fixture
+def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> int:
+        raise NVMLUnavailableError("NVML is not available (test): no NVIDIA driver on this machine?")
+
+    monkeypatch.setattr(nvml, "device_count", missing)
+    monkeypatch.setattr(nvml.NVMLSession, "__init__", lambda self, gpu=0: missing())
+
+
+def _one_line_error(res: object) -> str:
+    out = res.output  # type: ignore[attr-defined]
+    assert "Traceback" not in out
+    errors = [ln for ln in out.splitlines() if "archline: error:" in ln]
+    assert len(errors) == 1, out
+    return errors[0]
+
+
+def test_characterize_without_a_gpu_renders_the_shipped_h100_run(no_gpu: None, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["characterize", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "no GPU here" in res.output and "H100" in res.output
+    text = (out / "report.md").read_text()
+    assert "NVIDIA H100 80GB HBM3" in text and "arith.fp32.fma" in text
+    assert (out / "report.html").is_file()
+
+
+def test_characterize_no_shipped_fails_with_exit_3(no_gpu: None, tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["characterize", "--no-shipped", "-o", str(tmp_path / "r")])
+    assert res.exit_code == 3
+    assert "NVML is not available" in _one_line_error(res)
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message", "code"),
+    [
+        (["characterize", "--only", "arith.fp33.*"], "no benchmark matches 'arith.fp33.*'", 2),
+        (["instructions", "--opt", "0,5"], "optimisation level 5 is outside 0–4", 2),
+        (["instructions", "--opt", "fast"], "'fast' is not an optimisation level", 2),
+        (["instructions", "--only", "frobnicate.u32"], "no instruction matches", 2),
+        (["roofline", "--precision", "half"], "unknown precision 'half'", 2),
+        (["roofline", "--heldout-error", "2"], "--heldout-error must be between 0 and 1", 2),
+        (["sensor", "calibrate"], "NVML is not available", 3),
+        (["sensor", "validate"], "NVML is not available", 3),
+        (["instructions", "--only", "add.u32"], "NVML is not available", 3),
+        (["roofline"], "NVML is not available", 3),
+        (["measure", "--gpu", "0"], "no command given", 2),
+    ],
+)
+def test_bad_input_and_missing_gpu_are_one_line(
+    no_gpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], message: str, code: int
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == code, res.output
+    assert message in _one_line_error(res)
+
+
+def test_refresh_targets_refuses_a_run_of_another_kind(tmp_path: Path) -> None:
+    from archline.records import Manifest, RunDir
+
+    rd = RunDir.create(tmp_path / "r", Manifest.new("roofline"))
+    rd.write_csv("results.csv", [{"name": "x", "group": "g"}])
+    res = CliRunner().invoke(app, ["report", str(rd.path), "--refresh-targets", "why"])
+    assert res.exit_code == 2
+    assert "targets belong to characterize runs" in _one_line_error(res)
+
+
+def test_refresh_targets_recomputes_from_the_runs_own_tables(tmp_path: Path) -> None:
+    import shutil
+
+    src = Path(__file__).resolve().parents[2] / "results" / "h100" / "characterize-quick"
+    run = tmp_path / "quick"
+    shutil.copytree(src, run)
+    (run / "targets.csv").unlink()
+    res = CliRunner().invoke(app, ["report", str(run), "--refresh-targets", "test"])
+    assert res.exit_code == 0, res.output
+    text = (run / "targets.csv").read_text()
+    assert "FP32 FMA" in text and "--quick suite" in text
+    from archline.records import RunDir
+
+    assert any("targets re-evaluated" in n and "test" in n for n in RunDir.open(run).manifest.notes)
