@@ -95,3 +95,21 @@ def test_refresh_targets_recomputes_from_the_runs_own_tables(tmp_path: Path) -> 
     from archline.records import RunDir
 
     assert any("targets re-evaluated" in n and "test" in n for n in RunDir.open(run).manifest.notes)
+
+
+def test_monitor_records_every_source_to_a_trace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sys
+    import time
+
+    from archline.sensors.trace import read_trace_csv
+    from tests.helpers.fake_nvml import make_fake_nvml
+
+    now_us = time.time_ns() // 1000
+    fake = make_fake_nvml(samples=[(now_us + 20_000 * k, 100_000 + 1000 * k) for k in range(1, 40)])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    out = tmp_path / "trace.csv"
+    res = CliRunner().invoke(app, ["monitor", "--duration", "0.6", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    r = read_trace_csv(out)
+    assert len(r) >= 5 and r.value.min() >= 100.0  # the buffer's readings, in W
+    assert fake.state["init"] == 0  # every NVML session was closed
