@@ -98,6 +98,14 @@ def test_chunks_keep_batches_until_removed(tmp_path):
     assert read_chunks(tmp_path) == []
 
 
+def test_a_corrupt_chunk_is_a_one_line_error_naming_its_line(tmp_path):
+    from archline.errors import TraceError
+
+    (tmp_path / "activities.part-00001.tsv").write_text("kernel\t1\t2\t7\t1\t0\t0\tk\nkernel\t1\tx\t7\t1\t0\t0\tk\n")
+    with pytest.raises(TraceError, match=r"part-00001.tsv:2: malformed activity chunk line"):
+        read_chunks(tmp_path)
+
+
 def test_short_and_demangled_names():
     assert short_name("void at::native::kernel<float, 4>(int, float*)") == "at::native::kernel<…>(…)"
     assert short_name("x" * 100, 10) == "x" * 9 + "…"

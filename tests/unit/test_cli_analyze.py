@@ -146,3 +146,15 @@ def test_bad_options_fail_cleanly(tmp_path: Path) -> None:
     bad_profile = tmp_path / "p.json"
     bad_profile.write_text("{")
     _fails_cleanly(["analyze", str(trace), "--windows", str(wins), "--profile", str(bad_profile)], "not a JSON file")
+    # A negative lag constant is bad input (exit 2), with or without a profile to override.
+    res = CliRunner().invoke(app, ["analyze", str(trace), "--windows", str(wins), "--capacitance", "-1"])
+    assert res.exit_code == 2 and "--capacitance must be ≥ 0 s" in res.output
+
+
+def test_a_file_that_cannot_be_written_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # the profile cache lies under a file
+    sc = kernels([(0.0, 1.0)])
+    trace, wins = _files(tmp_path, sc, SimulatedSensor.averaging(0.02))
+    _fails_cleanly(["sensor", "fit", str(trace), "--windows", str(wins), "--save"], "Not a directory")

@@ -71,6 +71,16 @@ def test_bad_input_and_missing_gpu_are_one_line(
     assert message in _one_line_error(res)
 
 
+def test_repeat_of_a_run_without_an_instruction_table_fails_before_measuring(no_gpu: None, tmp_path: Path) -> None:
+    from archline.records import Manifest, RunDir
+
+    rd = RunDir.create(tmp_path / "earlier", Manifest.new("instructions"))
+    res = CliRunner().invoke(app, ["instructions", "-o", str(tmp_path / "r"), "--repeat-of", str(rd.path)])
+    assert res.exit_code == 2, res.output
+    assert "instructions.csv" in _one_line_error(res)
+    assert not (tmp_path / "r").exists()
+
+
 def test_refresh_targets_refuses_a_run_of_another_kind(tmp_path: Path) -> None:
     from archline.records import Manifest, RunDir
 
@@ -79,6 +89,17 @@ def test_refresh_targets_refuses_a_run_of_another_kind(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["report", str(rd.path), "--refresh-targets", "why"])
     assert res.exit_code == 2
     assert "targets belong to characterize runs" in _one_line_error(res)
+
+
+@pytest.mark.parametrize("args", [["report"], ["report", "h100/characterize"]])
+def test_refresh_targets_of_a_shipped_run_is_refused_not_ignored(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, [*args, "--refresh-targets", "why"])
+    assert res.exit_code == 2, res.output
+    assert "a shipped run is read-only" in _one_line_error(res)
+    assert not (tmp_path / "archline-report").exists()
 
 
 def test_refresh_targets_recomputes_from_the_runs_own_tables(tmp_path: Path) -> None:
@@ -113,3 +134,25 @@ def test_monitor_records_every_source_to_a_trace(monkeypatch: pytest.MonkeyPatch
     r = read_trace_csv(out)
     assert len(r) >= 5 and r.value.min() >= 100.0  # the buffer's readings, in W
     assert fake.state["init"] == 0  # every NVML session was closed
+
+
+def test_measure_passes_a_signal_death_through_as_128_plus_n(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    from archline.measurement.api import Measurement
+    from archline.sensors.base import empty_readings
+
+    class Silent:
+        name, quantity, poll_interval_s, blocking, nominal_period_s = "nvml.buffer", "power", 0.01, False, None
+
+        def read(self):  # type: ignore[no-untyped-def]
+            return empty_readings(self.name, "power")
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(nvml, "device_state", lambda gpu: {})
+    monkeypatch.setattr(Measurement, "_open_nvml", lambda self: [Silent()])
+    res = CliRunner().invoke(app, ["measure", "--json", "--", "sh", "-c", "kill -9 $$"])
+    assert res.exit_code == 128 + 9, res.output
+    assert json.loads(res.stdout)["exit_code"] == 137

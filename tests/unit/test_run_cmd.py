@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from archline.cli import run_cmd
 from archline.cli.app import app
-from archline.errors import CommandError, InputError
+from archline.errors import CommandError, InputError, SensorError
 from archline.measurement.attribute_api import attribute
 from archline.measurement.program import TracerChoice, choose_tracer, classify_command
 from archline.records import RunDir
@@ -91,6 +94,15 @@ def test_a_crashing_program_keeps_its_run_directory(fake_gpu, tmp_path):
     assert (out / "raw" / "recording.npz").is_file() and (out / "kernels.csv").is_file()
 
 
+def test_a_failure_message_with_brackets_is_printed_verbatim(fake_gpu, tmp_path):
+    p = tmp_path / "crash.py"
+    p.write_text("from tests.helpers.attrib_fakes import CURRENT\nCURRENT[-1].launch('k', 0.01, 300.0)\n"
+                 "raise ValueError('bad shape [/x]')\n")  # fmt: skip
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "run"), "--", str(p)])
+    assert res.exit_code == 1, res.output
+    assert "bad shape [/x]" in res.output
+
+
 def test_json_output_is_clean(fake_gpu, script, tmp_path):
     res = CliRunner().invoke(app, ["run", "--json", "-o", str(tmp_path / "r"), "--", str(script), "2", "0"])
     assert res.exit_code == 0
@@ -154,6 +166,46 @@ def test_python_api_gives_a_kernel_table(fake_gpu, tmp_path):
     assert (tmp_path / "api" / "kernels.csv").is_file()
     with pytest.raises(RuntimeError, match="after the with-block"):
         _ = attribute(backend=fake_gpu.backend()).kernels
+
+
+class _BrokenSource(attrib_fakes._Source):
+    name = "nvml.broken"
+
+    def read(self) -> Any:
+        raise SensorError("sensor lost (fake)")
+
+
+class _InterruptedPostSleep:
+    """The wall clock, except that the sleep after the block (``post_s``) is interrupted, as by a second Ctrl-C."""
+
+    post_s = 0.123
+
+    def now_s(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds == self.post_s:
+            raise KeyboardInterrupt
+        time.sleep(max(0.0, seconds))
+
+
+def test_a_sensor_failure_after_the_block_still_closes_the_run_directory(fake_gpu, tmp_path):
+    b = fake_gpu.backend()
+    b = dataclasses.replace(b, open_sources=lambda gpu, f=b.open_sources: [*f(gpu), _BrokenSource(fake_gpu)])
+    with pytest.raises(SensorError, match="sensor lost"), attribute(gpu=0, backend=b, out=tmp_path / "r"):
+        fake_gpu.launch("k", 0.005, 300.0)
+    m = RunDir.open(tmp_path / "r").manifest
+    assert m.status == "failed" and m.finished_utc is not None
+    assert any("sensor lost" in n for n in m.notes)
+
+
+def test_an_interrupt_while_finishing_leaves_an_interrupted_run_directory(fake_gpu, tmp_path):
+    clock = _InterruptedPostSleep()
+    b = dataclasses.replace(fake_gpu.backend(), clock=clock, post_s=clock.post_s)
+    with pytest.raises(KeyboardInterrupt), attribute(gpu=0, backend=b, out=tmp_path / "r"):
+        fake_gpu.launch("k", 0.005, 300.0)
+    m = RunDir.open(tmp_path / "r").manifest
+    assert m.status == "interrupted" and m.finished_utc is not None
 
 
 def test_command_classification(tmp_path):

@@ -10,7 +10,12 @@ import pytest
 from archline.bench.calibrate import fit_all
 from archline.bench.energy import WindowEstimate, WindowEstimator, estimate_window
 from archline.bench.load import BusyLoad
-from archline.bench.sensor_experiments import analyze_validation, run_calibration_loads, run_validation_loads
+from archline.bench.sensor_experiments import (
+    analyze_validation,
+    checks_passed,
+    run_calibration_loads,
+    run_validation_loads,
+)
 from archline.measurement.recording import Recording, Region
 from archline.records import Manifest, RunDir
 from archline.report.sensor import render_calibration, render_validation
@@ -67,6 +72,13 @@ def test_validation_passes_on_an_averaging_sensor() -> None:
     assert corrected and all(r.passed for r in corrected), [(r.check, r.error_pct) for r in corrected]
     doubling = next(r for r in rows if r.check.startswith("doubling") and "corrected" in r.check)
     assert doubling.measured == pytest.approx(2.0, rel=0.02)
+
+
+def test_no_validation_check_is_not_reported_as_all_passed() -> None:
+    # A recording without the energy counter yields no steady check and no loads: nothing passed.
+    rows = analyze_validation(Recording({}, ()))
+    assert rows == []
+    assert checks_passed(rows) is None
 
 
 def test_calibration_loads_cover_every_kind_of_load() -> None:

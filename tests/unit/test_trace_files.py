@@ -137,3 +137,24 @@ def test_corrupt_recordings_are_refused(tmp_path: Path) -> None:
         load_recording(tmp_path / "y.npz")
     with pytest.raises(TraceError, match="file not found"):
         load_recording(tmp_path / "none.npz")
+
+
+def _recording_json(path: Path, doc: object) -> Path:
+    import json
+
+    np.savez(path, **{"recording.json": np.frombuffer(json.dumps(doc).encode("utf-8"), dtype=np.uint8)})
+    return path
+
+
+def test_malformed_recordings_are_one_line_errors_not_crashes(tmp_path: Path) -> None:
+    np.save(tmp_path / "a.npy", np.arange(3.0))
+    (tmp_path / "a.npz").write_bytes((tmp_path / "a.npy").read_bytes())
+    with pytest.raises(TraceError, match="single array"):
+        load_recording(tmp_path / "a.npz")
+    with pytest.raises(TraceError, match="not a JSON object"):
+        load_recording(_recording_json(tmp_path / "list.npz", [1, 2]))
+    head = {"schema": "archline.recording", "schema_version": 1, "sources": []}
+    with pytest.raises(TraceError, match="corrupt recording"):
+        load_recording(_recording_json(tmp_path / "region.npz", {**head, "regions": [{"start_s": 0.0}]}))
+    with pytest.raises(TraceError, match="corrupt recording"):
+        load_recording(_recording_json(tmp_path / "span.npz", {**head, "start_s": None}))

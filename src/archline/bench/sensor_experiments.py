@@ -18,8 +18,10 @@ __all__ = [
     "CALIBRATION_SQUARE_PERIODS_S",
     "ValidationRow",
     "analyze_validation",
+    "checks_passed",
     "run_calibration_loads",
     "run_validation_loads",
+    "validation_table",
 ]
 
 CALIBRATION_SQUARE_PERIODS_S: tuple[float, ...] = (0.010, 0.020, 0.030, 0.040, 0.050, 0.100, 0.200)
@@ -194,6 +196,11 @@ def analyze_validation(
                 )
             )
     return rows
+
+
+def checks_passed(rows: Sequence[ValidationRow]) -> bool | None:
+    """Whether every check passed; None when there was no check to pass (e.g. no energy counter)."""
+    return all(r.passed for r in rows) if rows else None
 
 
 def validation_table(rows: Sequence[ValidationRow]) -> list[dict[str, Any]]:

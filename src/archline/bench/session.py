@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from archline.bench.energy import WindowEstimator
 from archline.errors import UnsupportedArchitectureError
 from archline.gpu.base import Executor
 from archline.measurement.sampler import Sampler
-from archline.records import Manifest, RunDir
+from archline.records import Manifest, RunDir, RunStatus
 
 __all__ = ["MIN_COMPUTE_CAPABILITY", "GPUSession", "save_recording"]
 
@@ -89,10 +90,22 @@ class GPUSession:
                 overwrite=self.force,
             )
             self.sampler = Sampler(open_sources(self._nvml, self._sources), meta={"gpu": self.gpu}).start()
-        except BaseException:
+        except BaseException as exc:
+            # A run directory created before the failure must not stay "running".
+            rd: RunDir | None = getattr(self, "rd", None)
+            if rd is not None:
+                status: RunStatus = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+                with contextlib.suppress(Exception):
+                    rd.finish(status, notes=(*rd.manifest.notes, f"could not start: {exc}"))
+            self._close_executor()
             self._nvml.close()
             raise
         return self
+
+    def _close_executor(self) -> None:
+        close = getattr(getattr(self, "ex", None), "close", None)
+        if callable(close):
+            close()
 
     def estimator(self, progress: Callable[[str], None] | None = None) -> WindowEstimator:
         """The window estimator for NVML's sample buffer on this GPU (stored profile, or a quick
@@ -119,20 +132,31 @@ class GPUSession:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         from archline.sensors.nvml import device_state
 
-        status = "complete" if et is None else ("interrupted" if et is KeyboardInterrupt else "failed")
+        status: RunStatus = "complete" if et is None else ("interrupted" if et is KeyboardInterrupt else "failed")
         try:
             try:
                 self.sampler.stop()
             except Exception as exc:
                 self.rd.update_manifest(notes=(*self.rd.manifest.notes, f"sampler: {exc}"))
-            save_recording(self.rd, "traces.npz", self.sampler)
-            self.sampler.close()
+            try:
+                save_recording(self.rd, "traces.npz", self.sampler)
+            finally:
+                self.sampler.close()
             after = device_state(self._nvml)
             extra = dict(self.rd.manifest.extra)
             extra["wall_s"] = time.time() - self.t0
-            self.rd.finish(status, state_after=after, extra=extra)  # type: ignore[arg-type]
+            self.rd.finish(status, state_after=after, extra=extra)
+        except BaseException as exc:
+            # Closing failed or was interrupted (a second Ctrl-C): the manifest must still say so.
+            if self.rd.manifest.status == "running":
+                interrupted = isinstance(exc, KeyboardInterrupt)
+                why = "interrupted while closing" if interrupted else f"closing failed: {exc}"
+                final: RunStatus = "interrupted" if interrupted or status == "interrupted" else "failed"
+                with contextlib.suppress(Exception):
+                    self.rd.finish(final, notes=(*self.rd.manifest.notes, why))
+            raise
         finally:
-            close = getattr(self.ex, "close", None)
-            if callable(close):
-                close()
+            with contextlib.suppress(Exception):
+                self.sampler.close()  # stops the threads if stop() itself was interrupted
+            self._close_executor()
             self._nvml.close()

@@ -81,7 +81,7 @@ def evaluate_targets(
         out.append(TargetCheck(label, 90.0, None, "% of copy", None, "no DRAM streaming row or no copy measurement"))
     # shared memory bandwidth per SM per clock
     sh = [r for r in _rows(rows, "mem.shared.*") if r.get("bytes_per_clk_per_sm") and not r.get("sweep_var")]
-    label = "shared memory ≥ 90 % of 128 B/clk/SM"
+    label = f"shared memory ≥ 90 % of {shared_peak_b_per_clk:g} B/clk/SM"
     if sh:
         best = max(sh, key=lambda r: float(r["bytes_per_clk_per_sm"]))
         v = float(best["bytes_per_clk_per_sm"])

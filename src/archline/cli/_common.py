@@ -43,6 +43,9 @@ def handle_errors(fn: F) -> F:
         except BrokenPipeError:
             sys.stderr.close()
             raise typer.Exit(1) from None
+        except OSError as exc:  # a file archline had to read or write (disk full, not a directory, no permission)
+            where = f"{exc.filename}: " if exc.filename is not None else ""
+            raise fail(_escape(f"{where}{exc.strerror or exc}"), 1) from None
 
     return wrapper  # type: ignore[return-value]
 

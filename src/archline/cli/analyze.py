@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import console, handle_errors, print_json
@@ -166,6 +167,8 @@ def register(app: typer.Typer) -> None:
 
         if max_rel <= 0:
             raise InputError("--max-rel-uncertainty must be positive")
+        if capacitance is not None and not capacitance >= 0:  # also with --profile, which skips the model's check
+            raise InputError(f"--capacitance must be ≥ 0 s (got {capacitance!r})")
         r, regions = load_trace(trace, source)
         if windows is not None:
             wins = read_windows_csv(windows)
@@ -197,4 +200,4 @@ def register(app: typer.Typer) -> None:
         for f in foot:
             console.print(f, markup=False)
         for n in model.notes:
-            console.print(f"[dim]note: {n}[/]")
+            console.print(f"[dim]note: {escape(n)}[/]")

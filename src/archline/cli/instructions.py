@@ -96,9 +96,7 @@ def register(app: typer.Typer) -> None:
         shape_list = [s.strip() for s in shapes.split(",") if s.strip()]
         pairs = instruction_pairs(only or ["*"], shapes=shape_list)  # type: ignore[arg-type]
         if repeat_of is not None:
-            from archline.records import RunDir
-
-            RunDir.open(repeat_of)  # fail now, not after the measurement
+            _repeat_diffs([], repeat_of)  # read the earlier table now: fail before the measurement, not after
         if target_s <= 0:
             raise InputError("--target-s must be > 0")
         _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s)

@@ -40,6 +40,8 @@ def _run_measured(cmd: list[str], gpu: int) -> tuple[int, dict[str, Any]]:
             proc.send_signal(signal.SIGINT)
             rc = proc.wait()
         wall = time.time() - t0
+    if rc < 0:  # killed by signal N: exit 128 + N as a shell does (sys.exit(-N) would give 256 - N)
+        rc = 128 - rc
     rec = m.trace
     counter = None
     if rec is not None and (en := rec.get("nvml.energy")) is not None and m._total is not None:

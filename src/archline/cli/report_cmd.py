@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.errors import InputError
 
 __all__ = ["register"]
 
@@ -82,6 +83,9 @@ def register(app: typer.Typer) -> None:
             _list(json_out)
             return
         rendered: RenderedReport | None = None
+        shipped_run = run_dir is None or (not Path(run_dir).exists() and find_shipped(run_dir) is not None)
+        if refresh_targets and shipped_run:
+            raise InputError("--refresh-targets needs a run directory of your own (a shipped run is read-only)")
         if run_dir is None:
             rendered = render_shipped_default_report(out or _DEFAULT_OUT)
         else:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
@@ -344,9 +345,9 @@ def register(app: typer.Typer) -> None:
             if result.whole_program_only:
                 console.print("[yellow]whole-program energy only: no per-kernel rows[/] (see notes)")
             for n in (*a.notes, *result.notes):
-                console.print(f"[dim]note:[/] {n}", markup=True, highlight=False)
+                console.print(f"[dim]note:[/] {escape(n)}", markup=True, highlight=False)
             console.print(f"run directory: {run_dir}")
         if code != 0:
-            what = f" ({failure})" if failure else ""
+            what = f" ({escape(failure)})" if failure else ""
             err_console.print(f"[bold red]archline: error:[/] the program exited with status {code}{what}")
             raise typer.Exit(code)

@@ -208,10 +208,22 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             self.status = "failed"
         try:
             self._finish()
-        except ArchlineError:
-            if exc_type is None:
-                raise
-            # The block's own exception is the one to report; ours is in the notes.
+        except BaseException as err:
+            self._close_unfinished(err)
+            if isinstance(err, ArchlineError) and exc_type is not None:
+                return  # The block's own exception is the one to report; ours is in the notes.
+            raise
+
+    def _close_unfinished(self, err: BaseException) -> None:
+        """Mark the run directory finished when :meth:`_finish` stopped before writing its manifest
+        (a sensor error, a second Ctrl-C, a failed write), so it never stays ``running``."""
+        if self.run_dir is None or self.run_dir.manifest.status != "running":
+            return
+        interrupted = isinstance(err, KeyboardInterrupt) or self.status == "interrupted"
+        self.status = "interrupted" if interrupted else "failed"
+        why = "interrupted while finishing" if isinstance(err, KeyboardInterrupt) else f"could not finish: {err}"
+        with contextlib.suppress(Exception):
+            self.run_dir.finish(self.status, notes=(*self.notes, why))
 
     def _device_facts(self) -> tuple[dict[str, Any], dict[str, Any]]:
         static: dict[str, Any] = {}
@@ -226,20 +238,21 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
     def _finish(self) -> None:
         records: list[ActivityRecord] = []
         tracer_error: ArchlineError | None = None
+        # The sampler is stopped and its sources closed whatever the tracer or the sleep raise.
         try:
-            if self._tracer is not None:
-                records = list(self._tracer.stop())
-                cm = getattr(self._tracer, "clock_map", None)
-                if cm is not None and hasattr(cm, "to_json"):
-                    self.clock_info = cm.to_json()
-                for err in getattr(self._tracer, "batch_errors", []):
-                    self.notes.append(f"saving activity batches failed: {err}")
-        except ArchlineError as exc:
-            tracer_error = exc
-            self.notes.append(f"kernel tracing failed: {exc}")
-        t1 = self.clock.now_s()
-        self.program_span = (self._t0, t1)
-        try:
+            try:
+                if self._tracer is not None:
+                    records = list(self._tracer.stop())
+                    cm = getattr(self._tracer, "clock_map", None)
+                    if cm is not None and hasattr(cm, "to_json"):
+                        self.clock_info = cm.to_json()
+                    for err in getattr(self._tracer, "batch_errors", []):
+                        self.notes.append(f"saving activity batches failed: {err}")
+            except ArchlineError as exc:
+                tracer_error = exc
+                self.notes.append(f"kernel tracing failed: {exc}")
+            t1 = self.clock.now_s()
+            self.program_span = (self._t0, t1)
             self.clock.sleep(self.post_s)
         finally:
             try:

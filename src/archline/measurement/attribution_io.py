@@ -41,7 +41,7 @@ class ChunkWriter:
     """Writes batches of raw device-clock activities to numbered files as they arrive.
 
     Each chunk is written atomically, so a run killed midway leaves every completed batch
-    readable (:func:`read_chunks`). ``close`` removes the chunks once the final table is in.
+    readable (:func:`read_chunks`). :meth:`remove` deletes the chunks once the final table is in.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -78,7 +78,10 @@ def read_chunks(directory: str | os.PathLike[str]) -> list[tuple[ActivityKind, s
             if len(f) < 8 or f[0] not in ("kernel", "memcpy", "memset"):
                 raise TraceError(p, "malformed activity chunk line", i)
             kind: ActivityKind = f[0]  # type: ignore[assignment]
-            s, e, stream, corr, dev, nbytes = (int(x) for x in f[1:7])
+            try:
+                s, e, stream, corr, dev, nbytes = (int(x) for x in f[1:7])
+            except ValueError:
+                raise TraceError(p, "malformed activity chunk line (a field is not an integer)", i) from None
             out.append((kind, f[7], s, e, stream, corr, dev, nbytes))
     return out
 

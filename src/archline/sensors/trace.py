@@ -313,10 +313,15 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     """Read a Recording written by :func:`save_recording`."""
     p = Path(path)
     try:
-        with np.load(p, allow_pickle=False) as z:
+        loaded = np.load(p, allow_pickle=False)
+        if not isinstance(loaded, np.lib.npyio.NpzFile):  # a bare .npy array under an .npz name
+            raise TraceError(p, "not an archline recording (a single array, not an .npz archive)")
+        with loaded as z:
             if "recording.json" not in z.files:
                 raise TraceError(p, "not an archline recording (no recording.json inside)")
             doc = json.loads(bytes(z["recording.json"]).decode("utf-8"))
+            if not isinstance(doc, dict):
+                raise TraceError(p, "not an archline recording (recording.json is not a JSON object)")
             if doc.get("schema") != RECORDING_SCHEMA:
                 raise TraceError(p, f"not an archline recording (schema {doc.get('schema')!r})")
             if doc.get("schema_version") != RECORDING_SCHEMA_VERSION:
@@ -336,14 +341,15 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
                     z[f"v/{i}"].astype(np.float64),
                     dict(s.get("meta", {})),
                 )
+            # Parsed inside the try: a missing or mistyped field is a corrupt file, not a crash.
+            regions = tuple(
+                Region(g["name"], float(g["start_s"]), float(g["end_s"]), g.get("how", "host"), dict(g.get("meta", {})))
+                for g in doc.get("regions", [])
+            )
+            span_s = (float(doc.get("start_s", 0.0)), float(doc.get("end_s", 0.0)))
+            meta = dict(doc.get("meta", {}))
     except FileNotFoundError:
         raise TraceError(p, "file not found") from None
-    except (OSError, ValueError, KeyError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TraceError(p, f"corrupt recording ({exc.__class__.__name__}: {exc})") from None
-    regions = tuple(
-        Region(g["name"], float(g["start_s"]), float(g["end_s"]), g.get("how", "host"), dict(g.get("meta", {})))
-        for g in doc.get("regions", [])
-    )
-    return Recording(
-        readings, regions, float(doc.get("start_s", 0.0)), float(doc.get("end_s", 0.0)), dict(doc.get("meta", {}))
-    )
+    return Recording(readings, regions, span_s[0], span_s[1], meta)
