@@ -146,9 +146,10 @@ def estimate_window(
     throttled: bool | None = None
     if thr is not None and len(thr):
         m = (thr.t_s >= a) & (thr.t_s <= b)
-        mask = int(np.bitwise_or.reduce(thr.value[m].astype(np.int64))) if m.any() else 0
-        names, throttled = decode_throttle(mask)
-        reasons = tuple(n for n in names if n != "gpu_idle")
+        if m.any():  # no reading inside the window: unknown, not "not throttled"
+            mask = int(np.bitwise_or.reduce(thr.value[m].astype(np.int64)))
+            names, throttled = decode_throttle(mask)
+            reasons = tuple(n for n in names if n != "gpu_idle")
     temp = rec.get("nvml.temperature")
     t_c = None
     if temp is not None and len(temp):

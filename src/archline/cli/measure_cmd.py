@@ -91,7 +91,10 @@ def register(app: typer.Typer) -> None:
             t = Table(title=f"GPU {gpu}: {' '.join(cmd)}", show_header=False)
             t.add_row("wall time", f"{out['time_s']:.3f} s")
             e, u = out["energy_j"], out["energy_uncertainty_j"]
-            t.add_row("energy (20 ms samples)", "—" if e is None else f"{e:.2f} ± {u or 0:.2f} J")
+            t.add_row(
+                "energy (NVML sample buffer, corrected)",
+                "—" if e is None else (f"{e:.2f} J" if u is None else f"{e:.2f} ± {u:.2f} J"),
+            )
             if out["energy_counter_j"] is not None:
                 t.add_row("energy (energy counter)", f"{out['energy_counter_j']:.2f} J")
             mp = out["mean_power_w"]

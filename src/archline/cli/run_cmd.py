@@ -227,6 +227,10 @@ def _fmt_t(s: float) -> str:
 _METHOD_SHORT = {"regression": "fit", "integrated": "int", "mixed": "f+i", "residual": "rest"}
 
 
+def _share(e: float, total: float) -> str:
+    return f"{100 * e / total:.1f}%" if total else "—"
+
+
 def render_table(result: AttributionResult, *, top: int = 20) -> Table:
     """The result as a Rich table: the ``top`` kernels by energy, the rest summed, then unattributed rows.
 
@@ -274,7 +278,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
         e = sum(r.energy_j for r in rest)
         t.add_row(
             f"… {len(rest)} more kernels", str(sum(r.calls for r in rest)), _fmt_t(sum(r.time_s for r in rest)),
-            "", _fmt_e(e), f"{100 * e / result.total_energy_j:.1f}%", "", "", style="dim",
+            "", _fmt_e(e), _share(e, result.total_energy_j), "", "", style="dim",
         )  # fmt: skip
     t.add_section()
     for r in result.unattributed:

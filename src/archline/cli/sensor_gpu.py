@@ -144,7 +144,7 @@ def _validation_table(rows: list[dict[str, Any]]) -> Table:
             f"{r['reference']:.4g}",
             f"{r['error_pct']:+.2f}",
             f"{r['limit_pct']:.0f}",
-            "[green]yes[/]" if r["passed"] else "[red]no[/]",
+            "n/a" if r["passed"] is None else ("[green]yes[/]" if r["passed"] else "[red]no[/]"),
         )
     return t
 

@@ -122,9 +122,9 @@ class Measurement(contextlib.ContextDecorator):
 
     def __exit__(self, *exc: object) -> None:
         assert self._sampler is not None
-        self._sync()
-        total = self._sampler.mark(_TOTAL, self._t0, self._sampler.now_s(), "host")
         try:
+            self._sync()
+            total = self._sampler.mark(_TOTAL, self._t0, self._sampler.now_s(), "host")
             self.trace = self._sampler.stop()
         finally:
             self._sampler.close()

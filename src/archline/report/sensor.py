@@ -163,7 +163,7 @@ def render_validation(run: RunDir, out_dir: Path) -> RenderedReport:
                 f"{float(r['reference']):.5g}",
                 f"{float(r['error_pct']):+.2f} %",
                 f"{float(r['limit_pct']):.0f} %",
-                "yes" if r["passed"] else "no",
+                "n/a (raw, for comparison)" if r["passed"] is None else ("yes" if r["passed"] else "no"),
                 str(r.get("n", "")),
                 str(r.get("detail") or ""),
             )

@@ -125,7 +125,11 @@ class NVMLSession:
             nv.nvmlShutdown()
             raise GPUUnavailableError(f"no GPU with index {gpu} (this machine has {n}: 0..{n - 1})")
         self.gpu = gpu
-        self.handle = nv.nvmlDeviceGetHandleByIndex(gpu)
+        try:
+            self.handle = nv.nvmlDeviceGetHandleByIndex(gpu)
+        except BaseException:
+            nv.nvmlShutdown()
+            raise
         self._open = True
 
     def close(self) -> None:
@@ -476,6 +480,8 @@ def open_sources(gpu: int | NVMLSession, names: Sequence[str] | None = None) -> 
     session of their own, released when every source is closed. Unknown names raise
     ``UnknownNameError``; a source the GPU does not support raises ``SensorError`` when read.
     """
+    if names is not None and not list(names):
+        raise UnknownNameError("no NVML source named (give at least one, e.g. nvml.buffer)")
     session, own = _as_session(gpu)
     try:
         out = _open(session, names)
