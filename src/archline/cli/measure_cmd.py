@@ -44,8 +44,8 @@ def _run_measured(cmd: list[str], gpu: int) -> tuple[int, dict[str, Any]]:
         rc = 128 - rc
     rec = m.trace
     counter = None
-    if rec is not None and (en := rec.get("nvml.energy")) is not None and m._total is not None:
-        counter = counter_energy_j(en, m._total.start_s, m._total.end_s)
+    if rec is not None and (en := rec.get("nvml.energy")) is not None:
+        counter = counter_energy_j(en, m.total.start_s, m.total.end_s)
     out = {
         "command": cmd,
         "exit_code": rc,
@@ -55,7 +55,7 @@ def _run_measured(cmd: list[str], gpu: int) -> tuple[int, dict[str, Any]]:
         "energy_uncertainty_j": m.energy_uncertainty_j,
         "energy_counter_j": counter,
         "mean_power_w": m.mean_power_w,
-        "max_power_w": m._total.max_power_w if m._total else None,
+        "max_power_w": m.total.max_power_w,
         "resolvable": m.resolvable,
         "state_before": state_before,
     }

@@ -141,6 +141,11 @@ class Measurement(contextlib.ContextDecorator):
         return self._total
 
     @property
+    def total(self) -> RegionEnergy:
+        """The whole block as a region (span, energy, mean and maximum power)."""
+        return self._done()
+
+    @property
     def energy_j(self) -> float | None:
         """Board energy of the whole block, J."""
         return self._done().energy_j

@@ -76,15 +76,9 @@ class Sampler:
     def stop(self) -> Recording:
         """Stop polling and return everything recorded. Raises the first source error, if any."""
         if self._running:
-            self._clock.sleep(self._settle_s)
-            self._end_s = self._clock.now_s()
-            self._stop.set()
-            for t in self._threads:
-                t.join()
-            self._threads.clear()
+            self._halt(settle=True)
             for s in self._sources:
                 self._poll(s)
-            self._running = False
         if self._errors:
             err = self._errors[0]
             if isinstance(err, ArchlineError):
@@ -95,11 +89,7 @@ class Sampler:
     def close(self) -> None:
         """Stop if running, and close every source."""
         if self._running:
-            self._stop.set()
-            for t in self._threads:
-                t.join()
-            self._threads.clear()
-            self._running = False
+            self._halt(settle=False)
         for s in self._sources:
             s.close()
 
@@ -108,13 +98,18 @@ class Sampler:
 
     def __exit__(self, *exc: object) -> None:
         if self._running:
+            self._halt(settle=True)
+
+    def _halt(self, *, settle: bool) -> None:
+        """Stop the threads (after ``settle_s`` when ``settle``, so the end is covered)."""
+        if settle:
             self._clock.sleep(self._settle_s)
             self._end_s = self._clock.now_s()
-            self._stop.set()
-            for t in self._threads:
-                t.join()
-            self._threads.clear()
-            self._running = False
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        self._threads.clear()
+        self._running = False
 
     # ------------------------------------------------------------------ regions
     def now_s(self) -> float:
