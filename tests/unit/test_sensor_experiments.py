@@ -141,3 +141,27 @@ def test_validation_report_lists_every_check(tmp_path: Path) -> None:
     text = render_validation(rd, rd.path).markdown.read_text()
     assert "doubling (corrected)" in text and "+0.50 %" in text
     assert "Largest error among the corrected checks: 0.50 %" in text
+
+
+def test_busy_load_moves_globaltimer_stamps_onto_the_host_clock() -> None:
+    from typing import Any
+
+    class Stamping(FakeExecutor):
+        """Writes %globaltimer stamps that run 2.5 ms behind the host clock."""
+
+        def launch(self, kernel: Any, grid: int, block: int, args: Any, **kw: Any) -> Any:
+            res = super().launch(kernel, grid, block, args, **kw)
+            act = self.activity[-1]
+            stamps = np.array([round((act.start_s - 0.0025) * 1e9), round((act.end_s - 0.0025) * 1e9)], np.uint64)
+            self.upload(args[1][1], stamps)
+            return res
+
+    clock = FakeClock()
+    ex = Stamping(clock, dur_ns_index=0)
+    load = BusyLoad(ex, clock=clock)  # type: ignore[arg-type]
+    assert load.gt_offset_s == pytest.approx(-0.0025, abs=1e-6)
+    r = load.pulse(0.1, "p")
+    act = ex.activity[-1]
+    assert r.how == "globaltimer"
+    assert r.start_s == pytest.approx(act.start_s, abs=1e-6) and r.end_s == pytest.approx(act.end_s, abs=1e-6)
+    assert r.meta["globaltimer_start_s"] == pytest.approx(act.start_s - 0.0025, abs=1e-6)

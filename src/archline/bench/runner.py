@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.bench.energy import WindowEstimate, estimate_window
+from archline.bench.energy import WindowEstimate, WindowEstimator
 from archline.errors import BenchmarkError
 from archline.gpu.base import Executor, LaunchResult
 from archline.kernels.spec import Arg, KernelSpec
@@ -117,13 +117,14 @@ class Runner:
         sampler: Sampler,
         options: RunnerOptions | None = None,
         clock: Clock | None = None,
-        estimator: Callable[[Recording, Region], WindowEstimate] = estimate_window,
+        estimator: Callable[[Recording, Region], WindowEstimate] | None = None,
     ) -> None:
         self.ex = executor
         self.sampler = sampler
         self.opt = options or RunnerOptions()
         self.clock: Clock = clock or SystemClock()
-        self._estimate = estimator
+        # Without a calibrated estimator, the model is inferred once from the data, then reused.
+        self._estimate = estimator if estimator is not None else WindowEstimator()
         self._host = _HostArrays(self.opt.seed)
 
     # ------------------------------------------------------------------ public

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archline.bench.energy import WindowEstimate, estimate_window
+from archline.bench.energy import WindowEstimate, WindowEstimator
 from archline.measurement.recording import Recording, Region
 from archline.measurement.sampler import Sampler
 from archline.sensors.base import Clock, PowerSource
@@ -71,7 +71,7 @@ class Measurement(contextlib.ContextDecorator):
     sources: Sequence[PowerSource] | None = None
     sync: Callable[[], None] | None = None
     clock: Clock | None = None
-    estimator: Callable[[Recording, Region], WindowEstimate] = estimate_window
+    estimator: Callable[[Recording, Region], WindowEstimate] | None = None
     settle_s: float = 0.1
     regions: dict[str, RegionEnergy] = field(default_factory=dict, init=False)
     trace: Recording | None = field(default=None, init=False)
@@ -129,10 +129,10 @@ class Measurement(contextlib.ContextDecorator):
         finally:
             self._sampler.close()
         rec = self.trace
-        self._total = RegionEnergy.from_estimate(total, self.estimator(rec, total))
-        self.regions = {
-            r.name: RegionEnergy.from_estimate(r, self.estimator(rec, r)) for r in rec.regions if r.name != _TOTAL
-        }
+        # One sensor model for every region of this measurement (inferred once if not given).
+        est = self.estimator if self.estimator is not None else WindowEstimator()
+        self._total = RegionEnergy.from_estimate(total, est(rec, total))
+        self.regions = {r.name: RegionEnergy.from_estimate(r, est(rec, r)) for r in rec.regions if r.name != _TOTAL}
 
     # ------------------------------------------------------------------ results
     def _done(self) -> RegionEnergy:
