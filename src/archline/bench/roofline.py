@@ -13,7 +13,7 @@ from archline.kernels.roofline import INTENSITIES, Precision, min_intensity, roo
 from archline.kernels.spec import KernelSpec
 from archline.kernels.target import Target
 
-__all__ = ["KNOBS", "measure_heldout", "sweep", "tune"]
+__all__ = ["COMPONENT_CATALOGUE", "KNOBS", "measure_components", "measure_heldout", "sweep", "tune"]
 
 #: Candidate knobs for auto-tuning: (block, blocks per SM, loads per thread).
 KNOBS: tuple[tuple[int, int, int], ...] = tuple(itertools.product((256, 512), (4, 8), (1, 2, 4)))
@@ -172,3 +172,50 @@ def measure_heldout(
         finally:
             w.teardown()
     return rows, log
+
+
+#: Catalogue kernels whose energy per byte or instruction the counted model needs.
+COMPONENT_CATALOGUE = ("mem.l2.read", "mem.shared.read", "arith.int32.add")
+
+
+def measure_components(
+    runner: Runner,
+    target: Target,
+    *,
+    target_s: float,
+    on_start: Callable[[str, int, int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Measure the counted model's microbenchmarks: random-operand FMA/DMMA and L2, shared, integer rows.
+
+    Rows carry ``name``, ``status``, ``time_s``, ``energy_j`` (and its uncertainty), ``flops``,
+    ``bytes``, ``ops``, ``avg_power_w``, ``sm_clock_mhz`` and the note, as the runner measured them.
+    """
+    from archline.kernels.catalogue import select
+    from archline.kernels.operands import operand_kernels
+
+    named = [s for s in select(list(COMPONENT_CATALOGUE), target) if s.name in COMPONENT_CATALOGUE]
+    specs = [*operand_kernels(), *named]
+    keys = (
+        "name",
+        "status",
+        "time_s",
+        "energy_j",
+        "energy_uncertainty_j",
+        "flops",
+        "bytes",
+        "ops",
+        "avg_power_w",
+        "max_power_w",
+        "idle_power_w",
+        "sm_clock_mhz",
+        "throttled",
+        "verified",
+        "note",
+    )
+    rows: list[dict[str, Any]] = []
+    for n, spec in enumerate(specs):
+        if on_start:
+            on_start(f"component {spec.name}", n, len(specs))
+        r = runner.run(spec, target_s=target_s).row
+        rows.append({k: r.get(k) for k in keys} | {"description": spec.description})
+    return rows

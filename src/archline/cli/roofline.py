@@ -49,6 +49,24 @@ def _peaks(runner: Any, dev: Any, precisions: list[str]) -> tuple[dict[str, floa
     return peaks, rows
 
 
+def _count_heldout(s: Any, gpu: int, names: list[str], say: Any) -> None:
+    """Nsight Compute counts of one invocation of each held-out kernel; a note if ncu cannot run."""
+    from archline.gpu.ncu import NcuUnavailableError, count_workloads
+
+    say("counting the held-out kernels with ncu")
+    try:
+        counts, metrics = count_workloads(names, gpu=gpu, keep=s.rd.path)
+    except NcuUnavailableError as exc:
+        s.rd.update_manifest(notes=(*s.rd.manifest.notes, f"held-out kernels not counted: {exc}"))
+        say(f"held-out kernels not counted: {exc}")
+        return
+    s.rd.write_csv("roofline_heldout_counts.csv", [counts[n].as_row() for n in names if n in counts])
+    s.note_extra(ncu_metrics=metrics)
+    missing = [n for n in names if n not in counts]
+    if missing:
+        s.rd.update_manifest(notes=(*s.rd.manifest.notes, f"ncu recorded no kernel for {', '.join(missing)}"))
+
+
 def register(app: typer.Typer) -> None:
     """Add ``archline roofline``."""
 
@@ -64,6 +82,11 @@ def register(app: typer.Typer) -> None:
         heldout_error: float = typer.Option(
             0.02, "--heldout-error", help="Target relative error of each held-out kernel's energy."
         ),
+        counted: bool = typer.Option(
+            True,
+            "--counted/--no-counted",
+            help="Also measure the component microbenchmarks and count the held-out kernels with ncu.",
+        ),
     ) -> None:
         """Sweep intensity from 1/4 to 512 flop:byte, fit the energy roofline (Choi et al. eq. 9) and
         predict real kernels: roofline, arch line and power line, with the power cap.
@@ -73,13 +96,20 @@ def register(app: typer.Typer) -> None:
             raise InputError("--target-s must be > 0")
         if not 0 < heldout_error < 1:
             raise InputError("--heldout-error must be between 0 and 1")
-        _run(gpu, precisions, output, force, heldout, target_s, heldout_error)
+        _run(gpu, precisions, output, force, heldout, target_s, heldout_error, counted)
 
 
 def _run(
-    gpu: int, precisions: list[str], output: Path, force: bool, heldout: bool, target_s: float, heldout_error: float
+    gpu: int,
+    precisions: list[str],
+    output: Path,
+    force: bool,
+    heldout: bool,
+    target_s: float,
+    heldout_error: float,
+    counted: bool = True,
 ) -> None:
-    from archline.bench.roofline import measure_heldout, sweep
+    from archline.bench.roofline import measure_components, measure_heldout, sweep
     from archline.bench.runner import Runner, RunnerOptions
     from archline.bench.session import GPUSession
     from archline.kernels.target import Target
@@ -129,6 +159,10 @@ def _run(
             s.rd.write_csv("roofline_heldout_log.csv", log)
             if hrows:
                 s.rd.write_csv("roofline_heldout.csv", [to_jsonable(r) for r in hrows])
+            if counted and hrows:
+                comp = measure_components(runner, Target.from_device(dev), target_s=target_s, on_start=say)
+                s.rd.write_csv("roofline_components.csv", comp)
+                _count_heldout(s, gpu, [r.name for r in hrows], say)
         s.note_extra(wall_s_sweep=time.time() - t0)
     model = fit_run_dir(output)
     sec = render_roofline(output, model=model)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from archline.errors import InputError
 from archline.model.balance import balances_from_params, measured_balances, race_to_halt
 from archline.model.capped import compare_capped
+from archline.model.components import counts_from_dicts, derive_components, predict_counted
 from archline.model.fit import Weighting, fit_energy
 from archline.model.io import save_model
 from archline.model.parameters import make_parameter_set
@@ -23,13 +25,24 @@ from archline.model.sweep import HeldOutRow, Peaks, SweepRow, read_heldout_csv, 
 from archline.model.time_costs import measure_time_costs
 from archline.model.uncertainty import DEFAULT_CONFIDENCE
 
-__all__ = ["HELDOUT_TABLE", "MODEL_FILE", "PEAKS_FILE", "SWEEP_TABLE", "build_model", "fit_run_dir"]
+__all__ = [
+    "COMPONENTS_TABLE",
+    "COUNTS_TABLE",
+    "HELDOUT_TABLE",
+    "MODEL_FILE",
+    "PEAKS_FILE",
+    "SWEEP_TABLE",
+    "build_model",
+    "fit_run_dir",
+]
 
 #: File names inside a run directory.
 SWEEP_TABLE = "roofline_sweep.csv"
 PEAKS_FILE = "roofline_peaks.json"
 HELDOUT_TABLE = "roofline_heldout.csv"
 MODEL_FILE = "roofline_model.json"
+COMPONENTS_TABLE = "roofline_components.csv"
+COUNTS_TABLE = "roofline_heldout_counts.csv"
 
 
 def build_model(
@@ -41,11 +54,15 @@ def build_model(
     weighting: Weighting = "auto",
     confidence: float = DEFAULT_CONFIDENCE,
     cache_calibration: Collection[str] = (),
+    components: Sequence[Mapping[str, Any]] = (),
+    counts: Sequence[Mapping[str, Any]] = (),
 ) -> RooflineModel:
     """Fit eq. (9), measure τ_flop/τ_mem, derive the balances, compare the cap-aware model, predict held-out kernels.
 
     ``heldout`` rows are predicted, never fitted. The GTX 580 of the paper is the reference
-    for the race-to-halt verdict.
+    for the race-to-halt verdict. With the run's microbenchmark rows (``components``) and the
+    held-out kernels' Nsight Compute counts (``counts``), the held-out kernels are also
+    predicted by the counted model of :mod:`archline.model.components`.
     """
     rows = list(rows)
     if not rows:
@@ -73,6 +90,10 @@ def build_model(
         if b.pi0_w >= peaks.power_limit_w:
             notes.append(f"{p}: fitted π0 {b.pi0_w:.4g} W is not below the power limit; the cap-aware model is void")
     summary = predict_heldout(params, heldout, cache_calibration=cache_calibration) if heldout else None
+    counted = None
+    if heldout and components and counts:
+        comps = derive_components(components, params.params(params.precisions[0]).pi0_w)
+        counted = predict_counted(params, comps, heldout, counts_from_dicts(counts, heldout, COUNTS_TABLE))
     idle = [r.idle_power_w for r in rows if math.isfinite(r.idle_power_w)]
     return RooflineModel(
         device=device or peaks.device,
@@ -84,6 +105,7 @@ def build_model(
         race_to_halt=rth,
         capped=capped,
         heldout=summary,
+        counted=counted,
         idle_power_w=float(np.median(idle)) if idle else math.nan,
         notes=tuple(notes),
     )
@@ -107,12 +129,29 @@ def fit_run_dir(
     rows = read_sweep_csv(d / SWEEP_TABLE)
     peaks = read_peaks_json(d / PEAKS_FILE)
     held = read_heldout_csv(d / HELDOUT_TABLE) if (d / HELDOUT_TABLE).is_file() else []
+    comps = _read_csv(d / COMPONENTS_TABLE)
+    counts = _read_csv(d / COUNTS_TABLE)
     if not peaks.device:
         peaks = replace(peaks, device=_manifest_gpu_name(d))
-    model = build_model(rows, peaks, held, weighting=weighting, cache_calibration=cache_calibration)
+    model = build_model(
+        rows, peaks, held, weighting=weighting, cache_calibration=cache_calibration, components=comps, counts=counts
+    )
     if write:
         save_model(d / MODEL_FILE, model)
     return model
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    """A run's optional table as dicts ([] if absent)."""
+    if not path.is_file():
+        return []
+    import csv
+
+    try:
+        with path.open(newline="") as f:
+            return list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
 
 
 def _manifest_gpu_name(d: Path) -> str:

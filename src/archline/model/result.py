@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from archline.model.balance import Balances, RaceToHalt
 from archline.model.capped import CapComparison
+from archline.model.components import CountedSummary
 from archline.model.fit import EnergyFit
 from archline.model.parameters import ParameterSet
 from archline.model.predict import HeldOutSummary
@@ -29,7 +30,8 @@ class RooflineModel:
     """Fit, measured time costs, derived balances, cap comparison and held-out predictions of one GPU.
 
     ``parameters`` is what predictions need (θ, its covariance and the power limit); the rest
-    records how the model was obtained and how well it explains the data. ``idle_power_w``
+    records how the model was obtained and how well it explains the data. ``counted`` holds the
+    held-out predictions from Nsight Compute counts and component energies (Choi §V-C extended). ``idle_power_w``
     is the median idle power of the sweep rows, to set beside the fitted π0.
     """
 
@@ -42,6 +44,7 @@ class RooflineModel:
     race_to_halt: RaceToHalt
     capped: CapComparison
     heldout: HeldOutSummary | None = None
+    counted: CountedSummary | None = None
     idle_power_w: float = math.nan
     notes: tuple[str, ...] = ()
     created_utc: str = field(default_factory=_now_utc)

@@ -78,7 +78,84 @@ def roofline_tables(model: RooflineModel) -> list[Table]:
     tables.append(_cap_table(model))
     if model.heldout is not None:
         tables.append(_heldout_table(model))
+    if model.counted is not None:
+        tables += [_components_table(model), _counted_table(model)]
     return tables
+
+
+_COMPONENT_LABELS = {
+    "fp32_flop": ("FP32 flop, random operands", "pJ/flop"),
+    "fp64_flop": ("FP64 flop, random operands", "pJ/flop"),
+    "tensor_fp64_flop": ("FP64 tensor-core flop (DMMA)", "pJ/flop"),
+    "l2_byte": ("L2 byte (beyond DRAM traffic)", "pJ/B"),
+    "shared_byte": ("shared-memory byte", "pJ/B"),
+    "thread_inst": ("other thread instruction (integer add)", "pJ"),
+}
+
+
+def _components_table(model: RooflineModel) -> Table:
+    c = model.counted
+    assert c is not None
+    p0 = model.parameters.params(model.parameters.precisions[0])
+    quiet = {"fp32_flop": p0.eps_flop_j}
+    if "double" in model.parameters.precisions:
+        quiet["fp64_flop"] = model.parameters.params("double").eps_flop_j
+    rows = []
+    for key, (label, unit) in _COMPONENT_LABELS.items():
+        v = c.components.get(key)
+        q = quiet.get(key)
+        rows.append(
+            (
+                label,
+                f"{_g(v, 1e12)} {unit}",
+                f"{_g(q, 1e12)} pJ/flop" if q is not None else "",
+                c.components.sources.get(key, ""),
+            )
+        )
+    return Table(
+        "Component energies for the counted model (above π0, from this run's microbenchmarks)",
+        ("component", "ε", "sweep's ε (quiet operands)", "from"),
+        tuple(rows),
+        "The sweep's FMAs multiply by −1 and toggle few multiplier bits; real kernels multiply random data. "
+        "ε = (E − π0·T)/count with the fitted π0.",
+    )
+
+
+def _counted_table(model: RooflineModel) -> Table:
+    c = model.counted
+    assert c is not None
+    keys = ("constant", "dram", "fp32", "fp64", "tensor_fp64", "l2", "shared")
+    if c.with_instructions:
+        keys += ("instructions",)
+    rows = tuple(
+        (
+            p.name,
+            _g(p.time_s, 1e3, 4),
+            _g(p.dram_bytes),
+            _g(p.l2_bytes),
+            _g(p.shared_bytes),
+            *(_g(p.terms.get(k, 0.0), 1.0, 3) for k in keys),
+            _g(p.energy_j, 1.0, 4) + (" (cap)" if p.cap_active else ""),
+            _g(p.measured_energy_j, 1.0, 4),
+            _pct(p.error),
+        )
+        for p in c.predictions
+    )
+    met = {True: "met", False: "missed"}
+    note = (
+        f"Median |error| {_pct(c.median_abs_error).lstrip('+')} (target ≤ {100 * c.target:.0f} %: "
+        f"{met[c.target_met]}); eq. (9) alone with ncu's W and Q: "
+        f"{_pct(c.eq9_ncu_median_abs_error).lstrip('+')}. Counts from Nsight Compute (one invocation each); "
+        "'(cap)': the uncapped sum exceeds the power limit × T, so E = P_limit·T."
+    )
+    if c.notes:
+        note += " " + " ".join(f"Note: {n}." for n in c.notes)
+    return Table(
+        "Held-out kernels: counted prediction (ncu counts × component energies, Choi §V-C extended)",
+        ("kernel", "T ms", "DRAM B", "L2 B", "shared B", *(f"{k} J" for k in keys), "E pred J", "E J", "error"),
+        rows,
+        note,
+    )
 
 
 def _platforms(model: RooflineModel, dev: str) -> Table:
