@@ -44,7 +44,9 @@ def _versions():
         except Exception as exc:
             out[mod] = f"missing: {exc!r}"
     for tool in ["ptxas", "nvdisasm", "nvcc", "ncu", "cuobjdump"]:
-        r = subprocess.run(["bash", "-lc", f"command -v {tool} && {tool} --version | tail -1"], capture_output=True, text=True)
+        r = subprocess.run(
+            ["bash", "-lc", f"command -v {tool} && {tool} --version | tail -1"], capture_output=True, text=True
+        )
         out[tool] = r.stdout.strip()
     r = subprocess.run(["nvidia-smi", "-q"], capture_output=True, text=True)
     with open(f"{OUT}/nvidia-smi-q.txt", "w") as f:
@@ -111,8 +113,15 @@ def _costs():
     res["host_time_us_now"] = time.time_ns() // 1000
     fv = nv.nvmlDeviceGetFieldValues(H, [186, 185])
     res["fields"] = [
-        {"fieldId": f.fieldId, "ts": int(f.timestamp), "latency": int(f.latencyUsec), "valueType": int(f.valueType),
-         "ret": int(f.nvmlReturn), "uiVal": int(f.value.uiVal), "ullVal": int(f.value.ullVal)}
+        {
+            "fieldId": f.fieldId,
+            "ts": int(f.timestamp),
+            "latency": int(f.latencyUsec),
+            "valueType": int(f.valueType),
+            "ret": int(f.nvmlReturn),
+            "uiVal": int(f.value.uiVal),
+            "ullVal": int(f.value.ullVal),
+        }
         for f in fv
     ]
     return res
@@ -121,9 +130,11 @@ def _costs():
 # ---------------- cuda.core kernel -----------------
 try:
     from cuda.core import Device, LaunchConfig, Linker, LinkerOptions, ObjectCode, launch  # type: ignore
+
     CORE_NS = "cuda.core"
 except Exception:
     from cuda.core.experimental import Device, LaunchConfig, Linker, LinkerOptions, ObjectCode, launch  # type: ignore
+
     CORE_NS = "cuda.core.experimental"
 
 PTX = r"""
@@ -191,7 +202,9 @@ def _core():
     return d
 
 
-cubin = Linker(ObjectCode.from_ptx(PTX.encode()), options=LinkerOptions(arch="sm_90", optimization_level=3)).link("cubin")
+cubin = Linker(ObjectCode.from_ptx(PTX.encode()), options=LinkerOptions(arch="sm_90", optimization_level=3)).link(
+    "cubin"
+)
 kern = cubin.get_kernel("busy")
 import cupy as cp  # noqa: E402
 
@@ -298,12 +311,12 @@ def _sensor():
         for period in [0.010, 0.020, 0.030, 0.040, 0.050, 0.100, 0.200]:
             t_end = time.time() + 2.0
             while time.time() < t_end:
-                run_busy(f"sq{int(period*1000)}", period / 2)
+                run_busy(f"sq{int(period * 1000)}", period / 2)
                 time.sleep(period / 2)
             time.sleep(1.0)
         for d in [0.002, 0.005, 0.010, 0.020, 0.050, 0.100, 0.2, 0.5, 1.0]:
             for _rep in range(3):
-                run_busy(f"pulse{int(d*1000)}", d)
+                run_busy(f"pulse{int(d * 1000)}", d)
                 time.sleep(0.6)
         # doubling / back-to-back
         run_busy("dbl_a", 0.3)
@@ -322,8 +335,12 @@ def _sensor():
     with open(f"{OUT}/sensor_events.json", "w") as f:
         json.dump(events, f)
     b = np.array(rec.buf)
-    return {"n_buf": len(rec.buf), "buf_dt_med_us": float(np.median(np.diff(b[:, 0]))), "n_fields": len(rec.fields),
-            "n_energy": len(rec.energy)}
+    return {
+        "n_buf": len(rec.buf),
+        "buf_dt_med_us": float(np.median(np.diff(b[:, 0]))),
+        "n_fields": len(rec.fields),
+        "n_energy": len(rec.energy),
+    }
 
 
 @step("cupti")
@@ -337,7 +354,9 @@ def _cupti():
 
     def buffer_completed(activities):
         for a in activities:
-            recs.append((getattr(a, "kind", None), getattr(a, "name", None), getattr(a, "start", None), getattr(a, "end", None)))
+            recs.append(
+                (getattr(a, "kind", None), getattr(a, "name", None), getattr(a, "start", None), getattr(a, "end", None))
+            )
 
     cupti.activity_register_callbacks(buffer_requested, buffer_completed)
     cupti.activity_enable(cupti.ActivityKind.CONCURRENT_KERNEL)
@@ -352,8 +371,13 @@ def _cupti():
         ts = cupti.get_timestamp()
     except Exception as exc:
         ts = repr(exc)
-    return {"records": [(str(k), n, s, e) for k, n, s, e in recs[:5]], "host": [h0, h1], "cupti_ts": ts, "host_now": time.time_ns(),
-            "dir": [x for x in dir(cupti) if "timestamp" in x.lower() or "activity_" in x.lower()][:40]}
+    return {
+        "records": [(str(k), n, s, e) for k, n, s, e in recs[:5]],
+        "host": [h0, h1],
+        "cupti_ts": ts,
+        "host_now": time.time_ns(),
+        "dir": [x for x in dir(cupti) if "timestamp" in x.lower() or "activity_" in x.lower()][:40],
+    }
 
 
 with open(f"{OUT}/probe.json", "w") as f:

@@ -182,7 +182,6 @@ for dt, label in ((cp.float32, "sgemm"), (cp.float64, "dgemm")):
     a.fill(0.0)
     b.fill(0.0)
     timed(f"{label}.zeros", lambda: cp.matmul(a, b, out=c), fmas)
-    del a, b, c
     cp.get_default_memory_pool().free_all_blocks()
 
 with open(os.path.join(OUT, "explore_energy_terms.json"), "w") as f:

@@ -289,14 +289,27 @@ def test_tracer_python_keeps_the_program_in_process(injecting_gpu, script, tmp_p
     assert {r["name"] for r in rd.read_csv("kernels.csv")} >= {"hot_kernel", "cool_kernel"}
 
 
-def test_auto_keeps_a_python_program_in_process_and_says_so(fake_gpu, script, tmp_path):
+def test_auto_falls_back_to_in_process_without_the_injection_library(fake_gpu, script, tmp_path):
     out = tmp_path / "run"
     res = CliRunner().invoke(app, ["run", "--json", "-o", str(out), "--", str(script), "2", "0"])
     assert res.exit_code == 0
     payload = json.loads(res.stdout[res.stdout.index("{") :])
     assert payload["tracer"] == "python"
     note = next(n for n in RunDir.open(out).manifest.notes if n.startswith("tracer:"))
-    assert "--tracer auto, for a Python program" in note
+    assert "chosen by --tracer auto because the CUPTI injection library is unavailable" in note
+
+
+def test_auto_injects_a_python_program_when_the_library_builds(tmp_path):
+    from archline.measurement.program import choose_tracer, classify_command
+
+    (tmp_path / "x.py").write_text("pass\n")
+    spec = classify_command(["python", str(tmp_path / "x.py")])
+    assert spec.in_process
+    lib = tmp_path / "libinject.so"
+    choice = choose_tracer(spec, "auto", trace=True, build=lambda: lib)
+    assert choice.mode == "inject" and choice.lib == lib
+    assert "--tracer auto" in choice.note
+    assert choose_tracer(spec, "python", trace=True, build=lambda: lib).mode == "python"
 
 
 def test_tracer_inject_without_the_library_is_one_line_exit_3(fake_gpu, tmp_path):
@@ -343,9 +356,9 @@ def test_choose_tracer(tmp_path):
     binary = classify_command(["sh", "-c", "true"])
     choose = choose_tracer
     assert choose(py, "auto", trace=True, build=ok) == TracerChoice(
-        "python", None, "tracer: python (cupti-python in archline's process; --tracer auto, for a Python program)"
+        "inject", lib, "tracer: inject (CUPTI injection library in a child process; --tracer auto)"
     )
-    assert not built  # auto never builds the library for a Python program
+    assert built  # auto injects Python programs too (cheaper than in-process on every measured workload)
     assert choose(py, "auto", trace=True, build=missing).mode == "python"
     assert choose(py, "inject", trace=True, build=ok).lib == lib
     with pytest.raises(CUPTIUnavailableError, match="--tracer inject: no cc"):

@@ -122,8 +122,9 @@ def _classify_python(cmd: Sequence[str]) -> ProgramSpec:
 
 
 #: ``--tracer`` values: ``inject`` (a child process with the CUPTI injection library), ``python``
-#: (in this interpreter with cupti-python), ``auto``: ``python`` for Python programs (the tracer
-#: validated on H100/H200), ``inject`` for other binaries (their only way to be traced).
+#: (in this interpreter with cupti-python), ``auto``: ``inject`` for every program (it costs less
+#: than the in-process tracer on every workload of benchmarks/bench_run_overhead.py, H100), and
+#: ``python`` for a Python program when the injection library cannot be built.
 TRACERS = ("auto", "inject", "python")
 
 
@@ -160,11 +161,8 @@ def choose_tracer(spec: ProgramSpec, tracer: str, *, trace: bool, build: Callabl
         if spec.in_process and tracer != "inject":
             return TracerChoice("python")
         return TracerChoice("inject", untraced="kernel tracing was turned off (--no-kernels)")
-    if tracer == "python" or (tracer == "auto" and spec.in_process):
-        # auto keeps Python programs in-process: the injection path has not yet traced a real
-        # program on a GPU in this project's runs (docs/attribution.md), the in-process one has.
-        how = "--tracer python" if tracer == "python" else "--tracer auto, for a Python program"
-        return TracerChoice("python", note=f"tracer: python (cupti-python in archline's process; {how})")
+    if tracer == "python":
+        return TracerChoice("python", note="tracer: python (cupti-python in archline's process; --tracer python)")
     try:
         lib = build()
     except CUPTIUnavailableError as exc:

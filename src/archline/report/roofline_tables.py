@@ -124,7 +124,7 @@ def _components_table(model: RooflineModel) -> Table:
 def _counted_table(model: RooflineModel) -> Table:
     c = model.counted
     assert c is not None
-    keys = ("constant", "dram", "fp32", "fp64", "tensor_fp64", "l2", "shared")
+    keys: tuple[str, ...] = ("constant", "dram", "fp32", "fp64", "tensor_fp64", "l2", "shared")
     if c.with_instructions:
         keys += ("instructions",)
     rows = tuple(
