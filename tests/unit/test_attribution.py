@@ -280,3 +280,25 @@ def test_helper_record_is_consistent():
     # Updates every 100 ms from 0.031 s to 3.931 s: 3.9 s at 100 W plus 1 s of 200 W extra.
     assert e.value[-1] - e.value[0] == pytest.approx(100 * 3.9 + 200 * 1.0, rel=0.01)
     assert math.isfinite(float(rec.readings["nvml.buffer"].value.mean()))
+
+
+def test_duty_cycled_tracing_fits_the_traced_windows_and_reports_the_rest():
+    run = simulate_program(KERNELS, seed=4, program_s=30.0)
+    a, b = run.program_span
+    # Traced 0.8 s of every 2.5 s, as the injection library's duty cycle would; what ran
+    # while tracing was off is not in the timeline.
+    traced = [(t, t + 0.8) for t in np.arange(a, b, 2.5)]
+    seen = [r for r in run.activities if any(lo <= r.start_s < hi for lo, hi in traced)]
+    assert len(seen) < 0.5 * len(run.activities)
+    res = attribute_energy(run.recording, seen, program_span=run.program_span, traced=traced)
+    assert sum(r.energy_j for r in res.rows) == pytest.approx(res.total_energy_j, rel=1e-9)
+    untraced = res.table["(untraced time, duty-cycled tracing)"]
+    assert untraced.kind == "untraced" and untraced.method == "counter"
+    assert 0.5 * res.total_energy_j < untraced.energy_j < 0.8 * res.total_energy_j
+    for k in KERNELS:
+        row = res.table[k.name]
+        assert 0 < row.calls < run.truth_calls[k.name]
+        assert row.energy_per_call_j == pytest.approx(run.truth_per_call_j(k.name), rel=0.10)
+    assert any("duty-cycled tracing" in n for n in res.notes)
+    with pytest.raises(SensorError, match="inside the traced intervals"):
+        attribute_energy(run.recording, seen, program_span=run.program_span, traced=[(a, a + 0.1)])

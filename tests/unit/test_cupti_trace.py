@@ -365,6 +365,7 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
   (void)r; (void)c; return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) { (void)k; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) { (void)k; return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t t) { (void)t; return CUPTI_SUCCESS; }
 
 static char name_a[64] = "_Z4gemmPfS_i";
@@ -388,9 +389,9 @@ static uint8_t *put(uint8_t *p, CUpti_ActivityKind kind, uint64_t start, const c
 }
 
 int main(int argc, char **argv) {
-  (void)argc;
   setenv("ARCHLINE_CUPTI_OUT", argv[1], 1);
   setenv("ARCHLINE_CUPTI_FLUSH_MS", "5", 1);
+  if (argc > 2) setenv("ARCHLINE_CUPTI_DUTY_MS", argv[2], 1);
   InitializeInjection();
   uint64_t t = realtime_ns() + 1000000;
   uint8_t *buf; size_t size, max;
@@ -408,15 +409,14 @@ int main(int argc, char **argv) {
   strcpy(name_a, "reused_name");  /* a module unloaded, its name's memory reused */
   p = put(again, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 30000000, name_a);
   buffer_completed(NULL, 0, again, size, (size_t)(p - again));
-  struct timespec nap = {0, 20000000};
-  nanosleep(&nap, NULL);  /* let the flusher run */
+  struct timespec nap = {0, argc > 2 ? 95000000 : 20000000};
+  nanosleep(&nap, NULL);  /* let the flusher (and the duty cycle) run */
   return 0;
 }
 """
 
 
-@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
-def test_injection_library_records_without_a_gpu(tmp_path):
+def _harness(tmp_path):
     from archline.gpu.cupti_inject import INJECTION_SOURCE
 
     paths = find_cupti()
@@ -427,10 +427,40 @@ def test_injection_library_records_without_a_gpu(tmp_path):
     cmd += [f"-I{paths.include_dir}", f"-I{paths.cuda_include_dir}", str(src), "-lpthread", "-o", str(exe)]
     build = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert build.returncode == 0, build.stderr
+    return exe
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_injection_library_marks_its_duty_cycle(tmp_path):
+    exe = _harness(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run([str(exe), str(out), "10,30"], check=True, timeout=60)
+    trace = read_injection_output(out)
+    assert trace.errors == [] and len(trace.records) == 10004
+    assert trace.traced is not None and len(trace.traced) >= 3
+    ons = [b - a for a, b in trace.traced[:-1]]
+    assert all(0.009 < d < 0.03 for d in ons), ons
+    gaps = [b[0] - a[1] for a, b in zip(trace.traced, trace.traced[1:], strict=False)]
+    assert all(0.015 < g < 0.06 for g in gaps), gaps
+
+
+def test_traced_intervals_from_marks():
+    from archline.gpu.cupti_inject import traced_intervals
+
+    marks = [(1.0, True), (1.5, False), (2.0, True), (2.2, False), (3.0, True)]
+    assert traced_intervals(marks, 3.4) == [(1.0, 1.5), (2.0, 2.2), (3.0, 3.4)]
+    assert traced_intervals([(1.0, False), (2.0, True), (2.0, True)], 1.5) == []
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_injection_library_records_without_a_gpu(tmp_path):
+    exe = _harness(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     subprocess.run([str(exe), str(out)], check=True, timeout=60)
     trace = read_injection_output(out)
+    assert trace.traced is None
     assert [p.suffix for p in trace.files] == [".bin"] and trace.truncated == [] and trace.errors == []
     names = [r.name for r in trace.records]
     assert names[:4] == ["_Z4gemmPfS_i", "relu\tkernel", "_Z4gemmPfS_i", "relu\tkernel"]

@@ -386,3 +386,23 @@ def test_a_python_program_as_a_child_runs_as_given(tmp_path):
     assert as_child(classify_command([sys.executable, "-m", "pkg.mod"])).argv == (sys.executable, "-m", "pkg.mod")
     binary = classify_command(["sh", "-c", "true"])
     assert as_child(binary) is binary
+
+
+def test_trace_duty_parsing():
+    from archline.cli.run_cmd import parse_duty
+
+    assert parse_duty("0.25/1") == (250, 1000)
+    assert parse_duty("0.5/2.5") == (500, 2500)
+    for bad in ("1/1", "0.001/1", "x/1", "0.5", "2/1"):
+        with pytest.raises(InputError, match="--trace-duty"):
+            parse_duty(bad)
+
+
+def test_trace_duty_needs_the_injection_tracer(fake_gpu, script, tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(
+        app, ["run", "--tracer", "python", "--trace-duty", "0.25/1", "-o", str(out), "--", str(script), "2", "0"]
+    )
+    assert res.exit_code == 2
+    assert "--trace-duty needs the injection tracer" in res.output
+    assert "Traceback" not in res.output

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a command run
     from archline.measurement.attribute_api import Attribution, Backend
     from archline.measurement.attribution_result import AttributionResult, KernelRow
 
-__all__ = ["backend_factory", "register", "render_table", "run_program"]
+__all__ = ["backend_factory", "parse_duty", "register", "render_table", "run_program"]
 
 #: Where sensors and the tracer come from; tests replace it with fakes.
 backend_factory: Callable[[], Backend] | None = None
@@ -67,11 +67,13 @@ def run_program(
     tracer: str = "auto",
     quiet_stdout: bool = False,
     backend: Backend | None = None,
+    duty_ms: tuple[int, int] | None = None,
 ) -> tuple[Attribution, int, str | None]:
     """Run ``cmd`` under an :class:`Attribution` writing into ``out``; return it, the exit status, and
     the program's failure (a line) if it raised in-process.
 
     ``tracer`` (``auto``, ``inject`` or ``python``) picks how kernels are recorded (:func:`choose_tracer`).
+    ``duty_ms`` = (on, period) traces kernels for ``on`` ms of every ``period`` ms (injection only).
     """
     check_tracer(tracer)
     spec = classify_command(cmd)
@@ -89,12 +91,29 @@ def run_program(
     choice = choose_tracer(spec, tracer, trace=trace, build=backend.injection or _build_injection)
     if choice.note:
         notes.append(choice.note)
+    if duty_ms is not None and trace:
+        if choice.mode != "inject" or choice.lib is None:
+            raise InputError("--trace-duty needs the injection tracer (--tracer inject or auto with a C compiler)")
+        env["ARCHLINE_CUPTI_DUTY_MS"] = f"{duty_ms[0]},{duty_ms[1]}"
+        notes.append(f"tracing duty cycle: kernels traced {duty_ms[0]} ms of every {duty_ms[1]} ms")
     if choice.mode == "python":
         for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
             if k in env:
                 os.environ[k] = env[k]
         return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes)
     return _run_child(spec, choice, gpu, out, force, quiet_stdout, backend, env, notes)
+
+
+def parse_duty(text: str) -> tuple[int, int]:
+    """``"0.25/1"`` (seconds) → (250, 1000) ms; InputError unless 0 < ON < PERIOD, both ≥ 10 ms."""
+    try:
+        on_s, period_s = (float(x) for x in text.split("/"))
+    except ValueError:
+        raise InputError(f"--trace-duty: expected ON/PERIOD in seconds, e.g. 0.25/1 (got {text!r})") from None
+    on, period = round(on_s * 1e3), round(period_s * 1e3)
+    if not (10 <= on < period):
+        raise InputError(f"--trace-duty: need 10 ms ≤ ON < PERIOD (got {text!r})")
+    return on, period
 
 
 def _build_injection() -> Path:
@@ -179,7 +198,7 @@ def _add_injected(a: Attribution, cupti_dir: Path) -> None:
         )
     if traced.records:
         clock = traced.clocks[0].to_json() if traced.clocks else None
-        a.add_activities(traced.records, clock)
+        a.add_activities(traced.records, clock, traced=traced.traced)
     else:
         why = "; ".join(traced.errors) if traced.errors else "the program launched no kernels CUPTI could see"
         a.whole_program_only(why)
@@ -224,7 +243,7 @@ def _fmt_t(s: float) -> str:
     return f"{s * 1e6:.3g} µs"
 
 
-_METHOD_SHORT = {"regression": "fit", "integrated": "int", "mixed": "f+i", "residual": "rest"}
+_METHOD_SHORT = {"regression": "fit", "integrated": "int", "mixed": "f+i", "residual": "rest", "counter": "ctr"}
 
 
 def _share(e: float, total: float) -> str:
@@ -258,7 +277,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
     shown, rest = kernels[:top], kernels[top:]
 
     def add(r: KernelRow, name: str, style: str | None = None) -> None:
-        half = 0.5 * (r.energy_hi_j - r.energy_lo_j) if r.kind != "residual" else None
+        half = 0.5 * (r.energy_hi_j - r.energy_lo_j) if r.kind not in ("residual", "untraced") else None
         energy = _fmt_e(r.energy_j, half)
         t.add_row(
             name.replace("[", r"\["),
@@ -314,6 +333,15 @@ def register(app: typer.Typer) -> None:
                 "(validated; costly for launch-bound programs); auto = python for Python programs, inject otherwise.",
             ),
         ] = "auto",
+        trace_duty: Annotated[
+            str | None,
+            typer.Option(
+                "--trace-duty",
+                metavar="ON/PERIOD",
+                help="Trace kernels for ON of every PERIOD seconds (e.g. 0.25/1) to cut CUPTI's per-launch "
+                "cost for launch-bound programs; rows then cover the traced time (injection tracer only).",
+            ),
+        ] = None,
         top: Annotated[int, typer.Option("--top", help="Kernels shown on the terminal (the CSV has all).")] = 20,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the result as JSON (the program's stdout goes to stderr).")
@@ -329,8 +357,16 @@ def register(app: typer.Typer) -> None:
         """
         if top < 0:
             raise InputError(f"--top must be ≥ 0 (got {top})")
+        duty = parse_duty(trace_duty) if trace_duty is not None else None
         a, code, failure = run_program(
-            command, gpu=gpu, out=out, force=force, trace=not no_kernels, tracer=tracer, quiet_stdout=as_json
+            command,
+            gpu=gpu,
+            out=out,
+            force=force,
+            trace=not no_kernels,
+            tracer=tracer,
+            quiet_stdout=as_json,
+            duty_ms=duty,
         )
         result = a.result
         run_dir = a.run_dir.path if a.run_dir is not None else None

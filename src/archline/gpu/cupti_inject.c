@@ -12,6 +12,8 @@
  *   4 NAMES                     count x {u32 id, u32 len, char name[len], zeros to 8 bytes}
  *   5 DROPPED                   u64: activity records CUPTI dropped
  *   6 ERROR                     "call\tresult\tmessage", NUL-padded: a CUPTI call that failed
+ *   7 TRACE_ON, 8 TRACE_OFF     count x u64 cupti_ns: kernel/copy tracing turned on (after
+ *                               enabling) or off (before disabling); only with a duty cycle
  *
  * Cost: the library does nothing on the program's launching threads except hand CUPTI a
  * buffer from a pool (zeroed in advance, so CUPTI need not zero it there). Records are read in
@@ -22,6 +24,10 @@
  * What ran before a crash is kept: each completed buffer is written at once, a background
  * thread asks CUPTI for completed buffers every $ARCHLINE_CUPTI_FLUSH_MS ms (default 1000; 0
  * turns it off), and exit() forces out the rest and writes the end clock pairs.
+ *
+ * Duty cycle: $ARCHLINE_CUPTI_DUTY_MS="ON,PERIOD" traces for ON ms of every PERIOD ms (a thread
+ * enables and disables the activity kinds and marks each switch), for programs whose kernels
+ * are so short that CUPTI's own per-launch cost (about 1 us on Hopper) would slow them down.
  *
  * Build: cc -shared -fPIC -O2 -Wall -Wextra -I<cupti include> -I<cuda include> cupti_inject.c \
  *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread
@@ -56,6 +62,8 @@ enum {
   CHUNK_NAMES = 4,
   CHUNK_DROPPED = 5,
   CHUNK_ERROR = 6,
+  CHUNK_TRACE_ON = 7,
+  CHUNK_TRACE_OFF = 8,
 };
 enum { ACT_KERNEL = 1, ACT_MEMCPY = 2, ACT_MEMSET = 3 };
 
@@ -406,6 +414,84 @@ static void start_flusher(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* ---------------------------------------------------------------- duty cycle */
+
+static pthread_t duty_thread;
+static int duty_running = 0;
+static int duty_stop = 0;
+static long duty_on_ms = 0, duty_period_ms = 0;
+static pthread_mutex_t duty_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t duty_cv = PTHREAD_COND_INITIALIZER;
+static const CUpti_ActivityKind traced_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                  CUPTI_ACTIVITY_KIND_MEMSET};
+
+static void mark(uint32_t type) {
+  uint64_t ts = 0;
+  cuptiGetTimestamp(&ts);
+  pthread_mutex_lock(&out_mu);
+  if (out_fd >= 0) write_chunk(type, 1, &ts, (uint32_t)sizeof ts);
+  pthread_mutex_unlock(&out_mu);
+}
+
+static void set_tracing(int on) {
+  /* On: enable, then mark (all after the mark is traced). Off: mark, then disable. */
+  if (!on) mark(CHUNK_TRACE_OFF);
+  for (size_t i = 0; i < sizeof traced_kinds / sizeof traced_kinds[0]; ++i) {
+    CUptiResult r = on ? cuptiActivityEnable(traced_kinds[i]) : cuptiActivityDisable(traced_kinds[i]);
+    if (r != CUPTI_SUCCESS) report_error(on ? "cuptiActivityEnable" : "cuptiActivityDisable", r);
+  }
+  if (on) mark(CHUNK_TRACE_ON);
+}
+
+static void *duty_loop(void *arg) {
+  (void)arg;
+  int on = 1;
+  pthread_mutex_lock(&duty_mu);
+  while (!duty_stop) {
+    long ms = on ? duty_on_ms : duty_period_ms - duty_on_ms;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec += 1;
+      ts.tv_nsec -= 1000000000L;
+    }
+    if (pthread_cond_timedwait(&duty_cv, &duty_mu, &ts) != ETIMEDOUT || duty_stop) continue;
+    pthread_mutex_unlock(&duty_mu);
+    on = !on;
+    set_tracing(on);
+    pthread_mutex_lock(&duty_mu);
+  }
+  pthread_mutex_unlock(&duty_mu);
+  return NULL;
+}
+
+static void start_duty(void) {
+  const char *env = getenv("ARCHLINE_CUPTI_DUTY_MS");
+  if (env == NULL || env[0] == '\0') return;
+  long on = 0, period = 0;
+  if (sscanf(env, "%ld,%ld", &on, &period) != 2 || on <= 0 || period <= on) return;
+  duty_on_ms = on;
+  duty_period_ms = period;
+  mark(CHUNK_TRACE_ON);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  if (pthread_create(&duty_thread, NULL, duty_loop, NULL) == 0) duty_running = 1;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void stop_duty(void) {
+  if (!duty_running) return;
+  pthread_mutex_lock(&duty_mu);
+  duty_stop = 1;
+  pthread_cond_signal(&duty_cv);
+  pthread_mutex_unlock(&duty_mu);
+  pthread_join(duty_thread, NULL);
+  duty_running = 0;
+}
+
 static void stop_flusher(void) {
   if (!flusher_running) return;
   pthread_mutex_lock(&flush_mu);
@@ -421,6 +507,7 @@ static void stop_flusher(void) {
 static void at_exit(void) {
   /* A child forked after initialisation shares our file but has no flusher thread: leave both. */
   if (getpid() != owner_pid) return;
+  stop_duty();
   stop_flusher();
   if (out_fd < 0) return;
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -470,7 +557,10 @@ int InitializeInjection(void) {
   owner_pid = getpid();
   clock_pairs(CHUNK_CLOCK_START);
   pthread_mutex_unlock(&out_mu);
-  if (start_tracing()) start_flusher();
+  if (start_tracing()) {
+    start_flusher();
+    start_duty();
+  }
   atexit(at_exit);
   return 1;
 }

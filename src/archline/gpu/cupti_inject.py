@@ -185,6 +185,9 @@ class InjectionTrace:
     files: list[Path] = field(default_factory=list)
     #: Files whose last chunk was cut short (the process died while writing it).
     truncated: list[Path] = field(default_factory=list)
+    #: With a duty cycle: the host-clock intervals (s) in which kernels and copies were traced;
+    #: None when tracing was on throughout.
+    traced: list[tuple[float, float]] | None = None
 
 
 # The binary format of cupti_inject.c (its header comment describes it).
@@ -200,6 +203,8 @@ class ChunkType(enum.IntEnum):
     NAMES = 4
     DROPPED = 5
     ERROR = 6
+    TRACE_ON = 7
+    TRACE_OFF = 8
 
 
 class ActivityType(enum.IntEnum):
@@ -228,8 +233,29 @@ ACTIVITY_DTYPE = np.dtype(
 _NAME_ENTRY = struct.Struct("<II")
 
 
+def traced_intervals(marks: list[tuple[float, bool]], end_s: float) -> list[tuple[float, float]]:
+    """Intervals [on, off] from time-ordered (time, on?) switch marks; an open one ends at ``end_s``."""
+    out: list[tuple[float, float]] = []
+    start: float | None = None
+    for t, on in sorted(marks):
+        if on and start is None:
+            start = t
+        elif not on and start is not None:
+            if t > start:
+                out.append((start, t))
+            start = None
+    if start is not None and end_s > start:
+        out.append((start, end_s))
+    return out
+
+
 def _finish_file(
-    path: Path, start: list[ClockPair], end: list[ClockPair], raw: list[RawActivity], out: InjectionTrace
+    path: Path,
+    start: list[ClockPair],
+    end: list[ClockPair],
+    raw: list[RawActivity],
+    out: InjectionTrace,
+    marks: list[tuple[int, bool]] | None = None,
 ) -> None:
     if not start:
         if raw:
@@ -237,7 +263,12 @@ def _finish_file(
         return
     clock = ClockMap.from_pairs(start, end)
     out.clocks.append(clock)
-    out.records.extend(to_records(raw, clock))
+    recs = to_records(raw, clock)
+    out.records.extend(recs)
+    if marks:
+        host = [(clock.to_host_s(ns), on) for ns, on in marks]
+        last = max([clock.to_host_s(p.device_ns) for p in end] + [r.end_s for r in recs] + [t for t, _ in host])
+        out.traced = (out.traced or []) + traced_intervals(host, last)
 
 
 def _parse_text_file(path: Path, out: InjectionTrace) -> None:
@@ -313,6 +344,7 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
     end: list[ClockPair] = []
     names: dict[int, str] = {}
     chunks: list[np.ndarray[Any, Any]] = []
+    marks: list[tuple[int, bool]] = []
     pos, size = 0, len(data)
     while pos + CHUNK_HEADER.size <= size:
         magic, kind, count, nbytes = CHUNK_HEADER.unpack_from(data, pos)
@@ -341,6 +373,11 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 text = data[body : body + nbytes].rstrip(b"\0").decode("utf-8", errors="replace")
                 f = text.split("\t")
                 out.errors.append(f"{f[0]} failed with {f[2]}" if len(f) >= 3 else text)
+            elif kind in (ChunkType.TRACE_ON, ChunkType.TRACE_OFF):
+                if count * 8 > nbytes:
+                    raise ValueError(f"{count} switch marks do not fit in {nbytes} bytes")
+                on = kind == ChunkType.TRACE_ON
+                marks.extend((int(v), on) for v in np.frombuffer(data, "<u8", count, body).tolist())
             # Other chunk types come from a newer library: skipped.
         except ValueError as exc:
             raise TraceError(path, f"malformed injection chunk at byte {pos} ({exc})") from None
@@ -350,7 +387,7 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
     raw: list[RawActivity] = []
     for acts in chunks:
         raw.extend(_activities(acts, names))
-    _finish_file(path, start, end, raw, out)
+    _finish_file(path, start, end, raw, out, marks)
 
 
 def read_injection_output(out_dir: str | os.PathLike[str]) -> InjectionTrace:

@@ -132,6 +132,8 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         #: Facts for the manifest's ``extra`` (e.g. which tracer recorded the kernels).
         self.info: dict[str, Any] = {}
         self.clock_info: dict[str, Any] | None = None
+        #: Host-clock intervals in which kernels were traced (duty-cycled tracing); None = always.
+        self.traced: list[tuple[float, float]] | None = None
         self.status: RunStatus = "running"
         self._extra: list[ActivityRecord] = []
         self._whole_reason: str | None = None
@@ -156,11 +158,22 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             raise RuntimeError("the attribution is available after the with-block ends")
         return self.result
 
-    def add_activities(self, records: Sequence[ActivityRecord], clock_info: dict[str, Any] | None = None) -> None:
-        """Add activities recorded elsewhere (e.g. by the injection library of a child process)."""
+    def add_activities(
+        self,
+        records: Sequence[ActivityRecord],
+        clock_info: dict[str, Any] | None = None,
+        *,
+        traced: Sequence[tuple[float, float]] | None = None,
+    ) -> None:
+        """Add activities recorded elsewhere (e.g. by the injection library of a child process).
+
+        ``traced``: the host-clock intervals in which they were recorded, if tracing was duty-cycled.
+        """
         self._extra.extend(records)
         if clock_info is not None:
             self.clock_info = clock_info
+        if traced is not None:
+            self.traced = [*(self.traced or []), *((float(a), float(b)) for a, b in traced)]
 
     def whole_program_only(self, reason: str) -> None:
         """Attribute the block as one '[whole program]' row, saying why per-kernel rows are missing."""
@@ -271,7 +284,11 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         if error is None:
             try:
                 self.result = attribute_energy(
-                    self.recording, self.activities, program_span=self.program_span, options=self.options
+                    self.recording,
+                    self.activities,
+                    program_span=self.program_span,
+                    options=self.options,
+                    traced=self.traced if self._whole_reason is None else None,
                 )
             except ArchlineError as exc:
                 error = exc
@@ -294,7 +311,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             self.activities,
             program_span=self.program_span,
             clock=self.clock_info,
-            info={"gpu": self.gpu, "status": self.status},
+            info={"gpu": self.gpu, "status": self.status, "traced_intervals": self.traced},
         )
         if self._chunks is not None:
             self._chunks.remove()

@@ -41,6 +41,8 @@ class AttributionOptions:
     power (fraction); it only matters for kernels the data cannot separate.
     ``power_correction``: applied to the power-buffer readings before integration (e.g. a
     sensor-model correction); None uses them as they are.
+    ``trace_settle_s``: with duty-cycled tracing, windows starting this soon after tracing was
+    switched on are not used (kernels launched just before the switch may still be running).
     """
 
     counter_source: str = "nvml.energy"
@@ -57,6 +59,7 @@ class AttributionOptions:
     prior_rel_sd: float = 0.5
     min_data_weight: float = 0.8
     power_correction: Callable[[Readings], Readings] | None = None
+    trace_settle_s: float = 0.05
 
 
 def _windows(recording: Recording, opts: AttributionOptions, notes: list[str]) -> EnergyWindows:
@@ -96,12 +99,37 @@ def _row_note(k: int, names: list[str], fit: PowerFit, active: I64) -> str:
     return "not identifiable: too little variation in its share of the windows; power is mostly the pooled prior"
 
 
+def _merge(lo: F64, hi: F64, keep: NDArray[np.bool_]) -> list[tuple[float, float]]:
+    """Contiguous runs of kept windows as (start, end) intervals."""
+    out: list[tuple[float, float]] = []
+    for a, b, k in zip(lo.tolist(), hi.tolist(), keep.tolist(), strict=True):
+        if not k:
+            continue
+        if out and abs(out[-1][1] - a) < 1e-12:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+def _inside(mid: F64, intervals: Sequence[tuple[float, float]]) -> NDArray[np.bool_]:
+    m = np.zeros(mid.shape, dtype=bool)
+    for a, b in intervals:
+        m |= (mid >= a) & (mid < b)
+    return m
+
+
+def _overlap(s: float, e: float, intervals: Sequence[tuple[float, float]]) -> float:
+    return float(sum(max(0.0, min(e, b) - max(s, a)) for a, b in intervals))
+
+
 def attribute_energy(
     recording: Recording,
     activities: Sequence[ActivityRecord],
     *,
     program_span: tuple[float, float] | None = None,
     options: AttributionOptions | None = None,
+    traced: Sequence[tuple[float, float]] | None = None,
 ) -> AttributionResult:
     """Split the energy measured in ``recording`` among ``activities`` (see docs/attribution.md).
 
@@ -112,6 +140,10 @@ def attribute_energy(
     in it (non-negative ridge regression towards the pooled busy/gap power). Gaps, idle time
     before/after ``program_span`` and the residual form their own rows, so the rows add up to
     the counter's total over the analysed span.
+
+    ``traced`` (host-clock intervals) says when kernels were recorded, for duty-cycled tracing:
+    only windows inside them (after ``trace_settle_s``) enter the fit and the rows; the energy
+    of the other windows is one '(untraced time)' row.
     """
     opts = options or AttributionOptions()
     notes: list[str] = []
@@ -158,6 +190,22 @@ def attribute_energy(
     edges = edges0 - delay
     y = w.energy_j.copy()
     total_j = float(y.sum())
+    keep = np.ones(len(y), dtype=bool)
+    if traced is not None:
+        keep[:] = False
+        for a, b in traced:
+            a0, b0 = a - t_ref + opts.trace_settle_s, b - t_ref
+            keep |= (edges[:-1] >= a0) & (edges[1:] <= b0)
+        if int(keep.sum()) < 3:
+            raise SensorError(
+                f"only {int(keep.sum())} of the energy counter's {len(y)} windows lie inside the traced "
+                "intervals; trace longer (a larger duty cycle or a longer program)"
+            )
+        notes.append(
+            f"duty-cycled tracing: {int(keep.sum())} of {len(y)} counter windows were traced and fitted; "
+            "per-kernel rows cover the traced time only"
+        )
+    kept = _merge(edges[:-1], edges[1:], keep)
 
     # Power buffer vs counter: a scale for the integrated calls and the spread that sets their interval.
     scale, rel_sd = 1.0, math.nan
@@ -176,15 +224,17 @@ def attribute_energy(
     long_e = long_energy(d, edges, integral, scale)
     y_short = y - long_e.sum(axis=0)
 
-    x = design_matrix(d, edges)
+    x = design_matrix(d, edges)[keep]
+    y_short = y_short[keep]
+    total_kept = float(y[keep].sum())
     n_cols = len(d.col_names)
     col_time = x.sum(axis=0)
     active = np.nonzero(col_time > 0)[0].astype(np.int64)
     xa = x[:, active]
 
     # Stage 1: pooled busy / gap / idle powers, weakly anchored at the run's mean power.
-    span_s = float(edges[-1] - edges[0])
-    mean_p = total_j / span_s if span_s > 0 else 0.0
+    span_s = float(sum(b - a for a, b in kept))
+    mean_p = total_kept / span_s if span_s > 0 else 0.0
     n_par = 3
     m = np.zeros((active.size, n_par))
     m[np.arange(active.size), d.col_parent[active]] = 1.0
@@ -223,9 +273,13 @@ def attribute_energy(
 
     # Calls and time per column inside the span.
     span_lo, span_hi = float(edges[0]), float(edges[-1])
-    in_span = (d.act_e > span_lo) & (d.act_s < span_hi)
+    if traced is None:
+        in_span = (d.act_e > span_lo) & (d.act_s < span_hi)
+        g_in = (d.gap_e > span_lo) & (d.gap_s < span_hi)
+    else:
+        in_span = _inside(0.5 * (d.act_s + d.act_e), kept)
+        g_in = _inside(0.5 * (d.gap_s + d.gap_e), kept)
     calls = np.bincount(d.act_col[in_span], minlength=n_cols)
-    g_in = (d.gap_e > span_lo) & (d.gap_s < span_hi)
     calls += np.bincount(d.gap_col[g_in], minlength=n_cols)
     outside = np.clip(np.minimum(d.act_e, span_lo) - d.act_s, 0, None) + np.clip(
         d.act_e - np.maximum(d.act_s, span_hi), 0, None
@@ -246,8 +300,8 @@ def attribute_energy(
     n_cov = max(len(w), 1)
     for j, i in enumerate(d.long_idx):
         c = int(d.act_col[i])
-        e_j = float(long_e[j].sum())
-        t_in = float(np.clip(min(d.act_e[i], span_hi) - max(d.act_s[i], span_lo), 0, None)) * float(d.long_share[j])
+        e_j = float(long_e[j][keep].sum())
+        t_in = _overlap(float(d.act_s[i]), float(d.act_e[i]), kept) * float(d.long_share[j])
         long_time[c] += t_in
         long_j[c] += e_j
         dur_i = float(d.act_e[i] - d.act_s[i])
@@ -256,7 +310,8 @@ def attribute_energy(
         # a quarter period of the step in power at either end.
         step_w = abs(e_j / max(t_in, 1e-12) - par_p[1 if np.any(used_par == 1) else 2]) if t_in > 0 else 0.0
         long_var[c] += (rel * e_j) ** 2 + 2.0 * (0.25 * period * step_w) ** 2
-        long_calls.append(LongCall(d.col_names[c], float(d.act_s[i] + t_ref), float(d.act_e[i] + t_ref), e_j))
+        if t_in > 0 or traced is None:
+            long_calls.append(LongCall(d.col_names[c], float(d.act_s[i] + t_ref), float(d.act_e[i] + t_ref), e_j))
 
     rows: list[KernelRow] = []
     for k in range(n_cols):
@@ -294,7 +349,26 @@ def attribute_energy(
                 note=note,
             )
         )
-    residual = total_j - sum(r.energy_j for r in rows)
+    residual = total_kept - sum(r.energy_j for r in rows)
+    if traced is not None:
+        lo_e, hi_e = edges[:-1], edges[1:]
+        e_u = float(y[~keep].sum())
+        rows.append(
+            KernelRow(
+                name=GAP_NAMES["untraced"],
+                kind="untraced",
+                calls=0,
+                time_s=float(np.sum((hi_e - lo_e)[~keep])),
+                energy_j=e_u,
+                energy_lo_j=e_u,
+                energy_hi_j=e_u,
+                share=e_u / total_j if total_j else math.nan,
+                mean_power_w=math.nan,
+                power_lo_w=math.nan,
+                power_hi_w=math.nan,
+                method="counter",
+            )
+        )
     rows.append(
         KernelRow(
             name=GAP_NAMES["residual"],

@@ -30,6 +30,7 @@ GAP_NAMES = {
     "gap": "(GPU idle inside the program)",
     "launch": "(launch gaps)",
     "residual": "(unexplained residual)",
+    "untraced": "(untraced time, duty-cycled tracing)",
 }
 
 

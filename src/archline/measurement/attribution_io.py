@@ -154,7 +154,11 @@ def load_raw(directory: str | os.PathLike[str]) -> RawRun:
 def reanalyze(directory: str | os.PathLike[str], options: AttributionOptions | None = None) -> AttributionResult:
     """Redo the attribution of a run directory from its raw traces (on any machine, no GPU needed)."""
     raw = load_raw(directory)
-    return attribute_energy(raw.recording, raw.activities, program_span=raw.program_span, options=options)
+    iv = raw.info.get("traced_intervals")
+    traced = [(float(a), float(b)) for a, b in iv] if isinstance(iv, list) else None
+    return attribute_energy(
+        raw.recording, raw.activities, program_span=raw.program_span, options=options, traced=traced
+    )
 
 
 def read_kernel_rows(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:

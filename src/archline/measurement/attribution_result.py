@@ -34,17 +34,17 @@ ATTRIBUTION_SCHEMA_VERSION = 1
 #: ``kernel``/``memcpy``/``memset``: GPU activities; ``program``: a whole untraced program;
 #: ``idle``: before/after the program; ``gap``: the GPU waiting inside the program;
 #: ``residual``: what the model leaves unexplained, so that the rows add up to the total.
-RowKind = Literal["kernel", "memcpy", "memset", "program", "idle", "gap", "residual"]
+RowKind = Literal["kernel", "memcpy", "memset", "program", "idle", "gap", "residual", "untraced"]
 
 #: ``regression``: from the fit of window energies on busy times; ``integrated``: power
 #: integrated over each call's span; ``mixed``: both (long and short calls of one name);
 #: ``residual``: total minus every other row.
-RowMethod = Literal["regression", "integrated", "mixed", "residual"]
+RowMethod = Literal["regression", "integrated", "mixed", "residual", "counter"]
 
 #: CSV columns of ``kernels.csv``: column → (unit, meaning).
 KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "name": ("", "kernel name (demangled), [memcpy …]/[memset], or a (bracketed) unattributed part"),
-    "kind": ("", "kernel, memcpy, memset, program, idle, gap or residual"),
+    "kind": ("", "kernel, memcpy, memset, program, idle, gap, residual or untraced"),
     "calls": ("", "number of calls inside the analysed span"),
     "time_s": ("s", "busy time inside the span (time shared with concurrent work is split equally)"),
     "mean_time_s": ("s", "time_s / calls"),
