@@ -63,6 +63,9 @@ def capture(gpu: int, seconds: float) -> dict[str, float]:
     near = np.minimum(np.abs(ours_us[idx] - ref_in), np.abs(ours_us[idx - 1] - ref_in))
     missed = [t for t, d in zip(ref_in, near, strict=True) if d > 2.0]
     ours = ours_us
+    # Where the misses are: how far each is from the sampler's nearest stamp (a displaced
+    # stamp sits ~9 ms off the 20 ms grid; a lost one leaves a ~40 ms hole).
+    miss_near_ms = [float(x) / 1e3 for x, t in zip(near, ref_in, strict=True) if x > 2.0]
     return {
         "seconds": seconds,
         "reference_samples": len(ref_in),
@@ -70,6 +73,12 @@ def capture(gpu: int, seconds: float) -> dict[str, float]:
         "captured_pct": 100.0 * (1 - len(missed) / max(len(ref_in), 1)),
         "cpu_pct_of_one_core": 100.0 * (c1 - c0) / (w1 - w0),
         "polls": rec.meta["polls"]["nvml.buffer"],
+        "missed": len(missed),
+        "missed_nearest_ms_quartiles": [float(q) for q in np.percentile(miss_near_ms, [25, 50, 75])]
+        if miss_near_ms
+        else [],
+        "missed_first": missed[:20],
+        "sampler_not_in_reference": int(sum(1 for t in ours if int(round(t)) not in ref_ts)),
     }
 
 

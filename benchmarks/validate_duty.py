@@ -1,10 +1,10 @@
 """Duty-cycled kernel tracing on a GPU: what it saves a launch-bound program, and what it keeps of the attribution.
 
-Usage (GPU machine): python benchmarks/validate_duty.py OUT_DIR [--reps 3] [--calls 600000] [--duty 0.4/2]
+Usage (GPU machine): python benchmarks/validate_duty.py OUT_DIR [--reps 3] [--calls 600000] [--duty 0.4/2,0.4/4]
 
 Runs benchmarks/workload_launch_bound.py under ``archline run`` three ways, alternating, ``--reps``
 times each: ``--no-kernels`` (sensors only, the baseline), full tracing (``--tracer inject``) and
-duty-cycled tracing (``--trace-duty``). Prints, with PASS/FAIL:
+duty-cycled tracing (``--trace-duty``, one mode per comma-separated setting). Prints, with PASS/FAIL:
 * overhead: the change of the program's own block time against the baseline (median), target < 3 %;
 * agreement: each kernel's attributed energy per call, duty-cycled against full tracing (medians),
   target within 10 %;
@@ -47,17 +47,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--calls", type=int, default=600_000)
-    ap.add_argument("--duty", default="0.4/2")
+    ap.add_argument("--duty", default="0.4/2,0.4/4")
     a = ap.parse_args(argv)
-    modes = {
-        "none": ["--no-kernels"],
-        "full": ["--tracer", "inject"],
-        "duty": ["--tracer", "inject", "--trace-duty", a.duty],
-    }
+    duties = [d for d in a.duty.split(",") if d]
+    modes = {"none": ["--no-kernels"], "full": ["--tracer", "inject"]}
+    for d in duties:
+        modes[f"duty {d}"] = ["--tracer", "inject", "--trace-duty", d]
     res: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     for rep in range(a.reps):
         for m, flags in modes.items():
-            res[m].append(run(a.out / f"{m}-{rep}", flags, a.calls))
+            res[m].append(run(a.out / f"{m.replace(' ', '-').replace('/', '-')}-{rep}", flags, a.calls))
             print(f"{m} rep {rep}: block {res[m][-1]['block_s']:.3f} s", flush=True)
     base = statistics.median(r["block_s"] for r in res["none"])
     summary: dict[str, Any] = {"duty": a.duty, "calls": a.calls, "baseline_block_s": base, "checks": []}
@@ -71,19 +70,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:58s} {value:+7.2f} {unit}  (limit {limit:g}) {'PASS' if passed else 'FAIL'}")
 
     print(f"baseline (sensors only): block {base:.3f} s")
-    for m in ("full", "duty"):
+    for m in [m for m in modes if m != "none"]:
         check(
             f"overhead, {m} tracing (block time vs sensors only)",
             100 * (statistics.median(r["block_s"] for r in res[m]) / base - 1),
             3.0,
         )
     full = [per_call(r) for r in res["full"]]
-    duty = [per_call(r) for r in res["duty"]]
-    for k in sorted(set(full[0]) & set(duty[0])):
-        f = statistics.median(x[k] for x in full if k in x)
-        d = statistics.median(x[k] for x in duty if k in x)
-        summary.setdefault("per_call_j", {})[k] = {"full": f, "duty": d}
-        check(f"per-call energy of {k[:30]}, duty vs full", 100 * (d / f - 1), 10.0)
+    for dm in [m for m in modes if m.startswith("duty")]:
+        duty = [per_call(r) for r in res[dm]]
+        for k in sorted(set(full[0]) & set(duty[0])):
+            f = statistics.median(x[k] for x in full if k in x)
+            d = statistics.median(x[k] for x in duty if k in x)
+            summary.setdefault("per_call_j", {}).setdefault(dm, {})[k] = {"full": f, "duty": d}
+            check(f"per-call energy of {k[:24]}, {dm} vs full", 100 * (d / f - 1), 10.0)
     for m in modes:
         for r in res[m]:
             tot = r["result"]["total_energy_j"]

@@ -55,6 +55,26 @@ def test_buffer_drains_new_samples_in_watts_and_seconds(fake, monkeypatch) -> No
     assert m.state["init"] == 0
 
 
+def test_buffer_catches_a_sample_filed_after_a_newer_one(fake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from archline.sensors.base import Readings
+
+    m = fake()
+    monkeypatch.setattr(nvml.time, "time_ns", lambda: 1_000_000_000)
+    m.state["samples"] = [(1_000_010, 100_000), (1_000_050, 300_000)]
+    (src,) = nvml.open_sources(0, ["nvml.buffer"])
+    first = src.read()
+    assert first.value.tolist() == [100.0, 300.0]
+    # The driver files the sample stamped 1_000_030 only now, after 1_000_050 was read.
+    m.state["samples"].insert(1, (1_000_030, 200_000))
+    late = src.read()
+    assert late.value.tolist() == [200.0]
+    assert len(src.read()) == 0  # nothing is returned twice
+    joined = Readings.concat([first, late])
+    np.testing.assert_allclose(joined.t_s, [1.00001, 1.00003, 1.00005])
+    assert joined.value.tolist() == [100.0, 200.0, 300.0]
+    src.close()
+
+
 def test_energy_counter_is_cumulative_joules_and_blocking(fake) -> None:  # type: ignore[no-untyped-def]
     fake(energy_mj=2_500)
     (src,) = nvml.open_sources(0, ["nvml.energy"])

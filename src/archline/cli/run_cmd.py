@@ -196,6 +196,13 @@ def _add_injected(a: Attribution, cupti_dir: Path) -> None:
             f"{len(traced.truncated)} process(es) stopped while writing their kernel trace; "
             "everything written before that is kept"
         )
+    if traced.switch_s:
+        a.info["trace_switches"] = len(traced.switch_s)
+        a.info["trace_switch_s_median"] = float(sorted(traced.switch_s)[len(traced.switch_s) // 2])
+        a.notes.append(
+            f"duty cycle: {len(traced.switch_s)} switches of tracing, median "
+            f"{1e3 * a.info['trace_switch_s_median']:.3g} ms each"
+        )
     if traced.records:
         clock = traced.clocks[0].to_json() if traced.clocks else None
         a.add_activities(traced.records, clock, traced=traced.traced)

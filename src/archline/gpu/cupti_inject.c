@@ -12,8 +12,9 @@
  *   4 NAMES                     count x {u32 id, u32 len, char name[len], zeros to 8 bytes}
  *   5 DROPPED                   u64: activity records CUPTI dropped
  *   6 ERROR                     "call\tresult\tmessage", NUL-padded: a CUPTI call that failed
- *   7 TRACE_ON, 8 TRACE_OFF     count x u64 cupti_ns: kernel/copy tracing turned on (after
- *                               enabling) or off (before disabling); only with a duty cycle
+ *   7 TRACE_ON, 8 TRACE_OFF     count x {u64 cupti_ns, u64 switch_ns}: kernel/copy tracing turned
+ *                               on (stamped after enabling) or off (before disabling), and how
+ *                               long the enable/disable calls took; only with a duty cycle
  *
  * Cost: the library does nothing on the program's launching threads except hand CUPTI a
  * buffer from a pool (zeroed in advance, so CUPTI need not zero it there). Records are read in
@@ -425,22 +426,31 @@ static pthread_cond_t duty_cv = PTHREAD_COND_INITIALIZER;
 static const CUpti_ActivityKind traced_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                   CUPTI_ACTIVITY_KIND_MEMSET};
 
-static void mark(uint32_t type) {
-  uint64_t ts = 0;
-  cuptiGetTimestamp(&ts);
+static uint64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void mark(uint32_t type, uint64_t cupti_ns, uint64_t switch_ns) {
+  uint64_t rec[2] = {cupti_ns, switch_ns};
   pthread_mutex_lock(&out_mu);
-  if (out_fd >= 0) write_chunk(type, 1, &ts, (uint32_t)sizeof ts);
+  if (out_fd >= 0) write_chunk(type, 1, rec, (uint32_t)sizeof rec);
   pthread_mutex_unlock(&out_mu);
 }
 
 static void set_tracing(int on) {
-  /* On: enable, then mark (all after the mark is traced). Off: mark, then disable. */
-  if (!on) mark(CHUNK_TRACE_OFF);
+  /* On: enable, then stamp (all after the stamp is traced). Off: stamp, then disable. */
+  uint64_t stamp = 0;
+  if (!on) cuptiGetTimestamp(&stamp);
+  uint64_t t0 = monotonic_ns();
   for (size_t i = 0; i < sizeof traced_kinds / sizeof traced_kinds[0]; ++i) {
     CUptiResult r = on ? cuptiActivityEnable(traced_kinds[i]) : cuptiActivityDisable(traced_kinds[i]);
     if (r != CUPTI_SUCCESS) report_error(on ? "cuptiActivityEnable" : "cuptiActivityDisable", r);
   }
-  if (on) mark(CHUNK_TRACE_ON);
+  uint64_t took = monotonic_ns() - t0;
+  if (on) cuptiGetTimestamp(&stamp);
+  mark(on ? CHUNK_TRACE_ON : CHUNK_TRACE_OFF, stamp, took);
 }
 
 static void *duty_loop(void *arg) {
@@ -474,7 +484,9 @@ static void start_duty(void) {
   if (sscanf(env, "%ld,%ld", &on, &period) != 2 || on <= 0 || period <= on) return;
   duty_on_ms = on;
   duty_period_ms = period;
-  mark(CHUNK_TRACE_ON);
+  uint64_t stamp = 0;
+  cuptiGetTimestamp(&stamp);
+  mark(CHUNK_TRACE_ON, stamp, 0);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);

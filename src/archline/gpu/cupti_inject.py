@@ -188,6 +188,8 @@ class InjectionTrace:
     #: With a duty cycle: the host-clock intervals (s) in which kernels and copies were traced;
     #: None when tracing was on throughout.
     traced: list[tuple[float, float]] | None = None
+    #: With a duty cycle: seconds each switch of tracing (enable or disable calls) took.
+    switch_s: list[float] = field(default_factory=list)
 
 
 # The binary format of cupti_inject.c (its header comment describes it).
@@ -374,10 +376,12 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 f = text.split("\t")
                 out.errors.append(f"{f[0]} failed with {f[2]}" if len(f) >= 3 else text)
             elif kind in (ChunkType.TRACE_ON, ChunkType.TRACE_OFF):
-                if count * 8 > nbytes:
+                if count * 16 > nbytes:
                     raise ValueError(f"{count} switch marks do not fit in {nbytes} bytes")
                 on = kind == ChunkType.TRACE_ON
-                marks.extend((int(v), on) for v in np.frombuffer(data, "<u8", count, body).tolist())
+                vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
+                marks.extend((int(ns), on) for ns, _ in vals)
+                out.switch_s.extend(took * 1e-9 for _, took in vals if took)
             # Other chunk types come from a newer library: skipped.
         except ValueError as exc:
             raise TraceError(path, f"malformed injection chunk at byte {pos} ({exc})") from None

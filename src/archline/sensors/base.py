@@ -42,17 +42,20 @@ class Readings:
 
     @staticmethod
     def concat(parts: list[Readings]) -> Readings:
-        """Join batches of one source (in order), keeping the first batch's metadata."""
+        """Join batches of one source, in time order, keeping the first batch's metadata.
+
+        A batch may hold a reading older than the previous batch's last (a driver that files a
+        sample late); the result is sorted by time (stable, so equal stamps keep their order).
+        """
         if not parts:
             raise ValueError("nothing to concatenate")
         first = parts[0]
-        return Readings(
-            first.source,
-            first.quantity,
-            np.concatenate([p.t_s for p in parts]).astype(np.float64),
-            np.concatenate([p.value for p in parts]).astype(np.float64),
-            dict(first.meta),
-        )
+        t = np.concatenate([p.t_s for p in parts]).astype(np.float64)
+        v = np.concatenate([p.value for p in parts]).astype(np.float64)
+        if t.size > 1 and np.any(np.diff(t) < 0):
+            order = np.argsort(t, kind="stable")
+            t, v = t[order], v[order]
+        return Readings(first.source, first.quantity, t, v, dict(first.meta))
 
 
 def empty_readings(source: str, quantity: Quantity) -> Readings:

@@ -319,10 +319,13 @@ class BufferSource(_NVMLSource):
     """NVML's power sample buffer (``nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES)``).
 
     Units: W. Each sample carries the driver's own timestamp (µs of CLOCK_REALTIME). The ring
-    holds ~119 samples (~2.4 s at 20 ms), so it is drained from the last seen timestamp every
-    0.25 s and no sample is lost. Equivalent query: ``nvidia-smi --query-gpu=power.draw``
-    gives a different (averaged) value.
+    holds ~119 samples (~2.4 s at 20 ms); it is drained every 0.25 s from ``LOOKBACK_S``
+    before the newest stamp seen, and only stamps not yet seen are kept, so a sample the
+    driver files after a newer one is still caught. Equivalent query: ``nvidia-smi
+    --query-gpu=power.draw`` gives a different (averaged) value.
     """
+
+    LOOKBACK_S = 0.5
 
     name = "nvml.buffer"
     quantity: Quantity = "power"
@@ -332,25 +335,32 @@ class BufferSource(_NVMLSource):
     def __init__(self, session: NVMLSession) -> None:
         super().__init__(session)
         # Start from "now" so the recording does not include samples from before it began.
-        self._last_us = time.time_ns() // 1000
+        self._start_us = self._last_us = time.time_ns() // 1000
+        self._recent: set[int] = set()
 
     def _read(self) -> Readings:
         nv = _nvml()
+        since = max(self._start_us, self._last_us - int(self.LOOKBACK_S * 1e6))
         try:
-            _, samples = nv.nvmlDeviceGetSamples(self._h, nv.NVML_TOTAL_POWER_SAMPLES, self._last_us)
+            _, samples = nv.nvmlDeviceGetSamples(self._h, nv.NVML_TOTAL_POWER_SAMPLES, since)
         except nv.NVMLError as exc:
             if getattr(exc, "value", None) == nv.NVML_ERROR_NOT_FOUND:  # no new sample since last_us
                 return empty_readings(self.name, self.quantity)
             raise
         ts = np.fromiter((int(s.timeStamp) for s in samples), dtype=np.int64, count=len(samples))
         vals = np.fromiter((float(s.sampleValue.uiVal) for s in samples), dtype=np.float64, count=len(samples))
-        keep = ts > self._last_us
+        seen = self._recent
+        keep = np.fromiter((t > self._start_us and t not in seen for t in ts.tolist()), dtype=bool, count=ts.size)
         ts, vals = ts[keep], vals[keep]
         if ts.size == 0:
             return empty_readings(self.name, self.quantity)
         order = np.argsort(ts, kind="stable")
         ts, vals = ts[order], vals[order]
-        self._last_us = int(ts[-1])
+        self._last_us = max(self._last_us, int(ts[-1]))
+        seen.update(ts.tolist())
+        horizon = self._last_us - 2 * int(self.LOOKBACK_S * 1e6)
+        if len(seen) > 256:
+            self._recent = {t for t in seen if t >= horizon}
         return Readings(self.name, self.quantity, ts.astype(np.float64) * 1e-6, vals * 1e-3)
 
 
