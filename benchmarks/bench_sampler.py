@@ -41,6 +41,12 @@ print(" ".join(map(str, sorted(seen))))
 """
 
 
+#: Two processes draining the buffer see the same sample stamped up to ~0.5 ms apart (H100, this
+#: benchmark's first runs: misses at 2 µs sat 0.2–0.5 ms from a sampler stamp); a match within a
+#: tenth of the 20 ms period is the same sample.
+MATCH_US = 2000.0
+
+
 def capture(gpu: int, seconds: float) -> dict[str, float]:
     from archline.measurement.sampler import Sampler
     from archline.sensors.nvml import open_sources
@@ -61,11 +67,12 @@ def capture(gpu: int, seconds: float) -> dict[str, float]:
     ref_in = sorted(t for t in ref_ts if lo - 2 <= t <= hi + 2)
     idx = np.clip(np.searchsorted(ours_us, ref_in), 1, len(ours_us) - 1)
     near = np.minimum(np.abs(ours_us[idx] - ref_in), np.abs(ours_us[idx - 1] - ref_in))
-    missed = [t for t, d in zip(ref_in, near, strict=True) if d > 2.0]
+    missed = [t for t, d in zip(ref_in, near, strict=True) if d > MATCH_US]
+    exact = sum(1 for d in near if d <= 2.0)
     ours = ours_us
     # Where the misses are: how far each is from the sampler's nearest stamp (a displaced
     # stamp sits ~9 ms off the 20 ms grid; a lost one leaves a ~40 ms hole).
-    miss_near_ms = [float(x) / 1e3 for x, t in zip(near, ref_in, strict=True) if x > 2.0]
+    miss_near_ms = [float(x) / 1e3 for x in near if x > 2.0]
     return {
         "seconds": seconds,
         "reference_samples": len(ref_in),
@@ -74,7 +81,9 @@ def capture(gpu: int, seconds: float) -> dict[str, float]:
         "cpu_pct_of_one_core": 100.0 * (c1 - c0) / (w1 - w0),
         "polls": rec.meta["polls"]["nvml.buffer"],
         "missed": len(missed),
-        "missed_nearest_ms_quartiles": [float(q) for q in np.percentile(miss_near_ms, [25, 50, 75])]
+        "match_tolerance_us": MATCH_US,
+        "exact_stamp_pct": 100.0 * exact / max(len(ref_in), 1),
+        "inexact_nearest_ms_quartiles_max": [float(q) for q in np.percentile(miss_near_ms, [25, 50, 75, 100])]
         if miss_near_ms
         else [],
         "missed_first": missed[:20],
@@ -121,7 +130,10 @@ def main() -> None:
     figs["host"] = {"cpus": os.cpu_count() or 0}
     print(json.dumps(figs, indent=2))
     c, r = figs["capture"], figs["runtime"]
-    print(f"captured {c['captured_pct']:.2f} % of {c['reference_samples']} driver samples (target 100 %)")
+    print(
+        f"captured {c['captured_pct']:.2f} % of {c['reference_samples']} driver samples within "
+        f"{c['match_tolerance_us'] / 1e3:g} ms (target 100 %); {c['exact_stamp_pct']:.1f} % with the identical stamp"
+    )
     print(f"CPU {c['cpu_pct_of_one_core']:.3f} % of one core for the buffer source (target < 1 %)")
     print(f"kernel runtime change with the sampler {r['runtime_change_pct']:+.3f} % (target < 0.5 %)")
     if a.out:

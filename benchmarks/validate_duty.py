@@ -42,6 +42,13 @@ def per_call(payload: dict[str, Any]) -> dict[str, float]:
     return {r["name"]: r["energy_j"] / r["calls"] for r in rows if r["kind"] == "kernel" and r["calls"]}
 
 
+def calls_of(runs: list[dict[str, Any]], name: str) -> int:
+    return min(
+        (x["calls"] for r in runs for x in r["result"]["rows"] if x["name"] == name and x["kind"] == "kernel"),
+        default=0,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("out", type=Path)
@@ -83,17 +90,30 @@ def main(argv: list[str] | None = None) -> int:
             f = statistics.median(x[k] for x in full if k in x)
             d = statistics.median(x[k] for x in duty if k in x)
             summary.setdefault("per_call_j", {}).setdefault(dm, {})[k] = {"full": f, "duty": d}
+            if calls_of(res[dm], k) < 1000:
+                continue
             check(f"per-call energy of {k[:24]}, {dm} vs full", 100 * (d / f - 1), 10.0)
     for m in modes:
         for r in res[m]:
             tot = r["result"]["total_energy_j"]
             s = sum(x["energy_j"] for x in r["result"]["rows"])
             check(f"rows add up to the counter total ({m})", 100 * (s / tot - 1), 1e-4)
-    untraced = [x for r in res["duty"] for x in r["result"]["rows"] if x["kind"] == "untraced"]
-    summary["untraced_share"] = [x["share"] for x in untraced]
-    print(
-        f"untraced share of the energy in duty runs: {', '.join(f'{100 * s:.0f} %' for s in summary['untraced_share'])}"
-    )
+    for dm in [m for m in modes if m.startswith("duty")]:
+        rows = [x for r in res[dm] for x in r["result"]["rows"]]
+        shares = [x["share"] for x in rows if x["kind"] == "untraced"]
+        summary.setdefault("untraced_share", {})[dm] = shares
+        print(f"{dm}: untraced share of the energy " + ", ".join(f"{100 * v:.0f} %" for v in shares))
+        for x in rows:
+            if x["kind"] == "kernel" and x["calls"] > 1000:
+                ident = "identifiable" if x["identifiable"] else "NOT identifiable"
+                print(
+                    f"  {x['name'][:24]:24s} {x['calls']:>9d} calls  {x['energy_j']:.4g} J "
+                    f"[{x['energy_lo_j']:.4g}, {x['energy_hi_j']:.4g}]  {ident}"
+                )
+        notes = [n for r in res[dm] for n in r.get("notes", []) if n.startswith("duty cycle:")]
+        summary.setdefault("switch_notes", {})[dm] = notes
+        for n in notes:
+            print(f"  {n}")
     summary["passed"] = ok
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "duty_summary.json").write_text(json.dumps(summary, indent=1))
