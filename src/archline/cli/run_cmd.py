@@ -337,7 +337,7 @@ def register(app: typer.Typer) -> None:
                 metavar="auto|inject|python",
                 help="How kernels are recorded: inject = the program runs as a child with archline's CUPTI "
                 "injection library (no Python work per kernel); python = in this interpreter with cupti-python "
-                "(validated; costly for launch-bound programs); auto = python for Python programs, inject otherwise.",
+                "(validated; costly for launch-bound programs); auto = inject where the library builds, else python.",
             ),
         ] = "auto",
         trace_duty: Annotated[
