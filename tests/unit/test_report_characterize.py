@@ -282,3 +282,22 @@ def test_arith_class_from_catalogue_names(name: str, unit: str, cls: str | None)
 
 def test_mipp_class_column_overrides_the_name() -> None:
     assert arith_class("arith.custom.thing", "", "int32_popc") == "int32_popc"
+
+
+def test_a_characterize_run_with_a_roofline_gets_its_section(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from archline.report.characterize import render as render_characterize
+
+    root = Path(__file__).resolve().parents[2] / "results" / "h100"
+    run = tmp_path / "run"
+    shutil.copytree(root / "characterize-quick", run)
+    for f in (root / "roofline").glob("roofline_*.[cj]s*"):
+        shutil.copy(f, run / f.name)
+    rep = render_characterize(run)
+    md = rep.markdown.read_text(encoding="utf-8")
+    assert "## Energy roofline: NVIDIA H100 80GB HBM3" in md
+    assert "counted prediction" in md
+    assert 'class="archline-roofline"' in rep.html.read_text(encoding="utf-8")
+    assert any(p.name == "roofline_arch.png" for p in rep.files)

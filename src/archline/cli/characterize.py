@@ -79,6 +79,12 @@ def register(app: typer.Typer) -> None:
         output: Path = typer.Option(Path("archline-run"), "-o", "--output", help="Run directory to write."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
         target_s: float = typer.Option(0.0, "--target-s", help="Seconds measured per benchmark (1; 0.5 quick)."),
+        roofline: bool | None = typer.Option(
+            None,
+            "--roofline/--no-roofline",
+            help="Also run the energy roofline (sweep, fit, held-out kernels) as a section of the report "
+            "(default: on for the full suite, off with --quick or --only).",
+        ),
         no_shipped: bool = typer.Option(
             False, "--no-shipped", help="Without a GPU, fail instead of showing the shipped run."
         ),
@@ -100,10 +106,13 @@ def register(app: typer.Typer) -> None:
                 raise GPUUnavailableError(reason)
             _show_shipped(output, reason)
             return
-        _characterize(gpu, quick, only, output, force, target_s or (0.5 if quick else 1.0))
+        with_roofline = roofline if roofline is not None else not (quick or only)
+        _characterize(gpu, quick, only, output, force, target_s or (0.5 if quick else 1.0), with_roofline)
 
 
-def _characterize(gpu: int, quick: bool, only: list[str], output: Path, force: bool, target_s: float) -> None:
+def _characterize(
+    gpu: int, quick: bool, only: list[str], output: Path, force: bool, target_s: float, roofline: bool = False
+) -> None:
     from archline.bench.characterize import SuiteResult, run_suite
     from archline.bench.runner import Runner, RunnerOptions
     from archline.bench.session import GPUSession
@@ -145,8 +154,29 @@ def _characterize(gpu: int, quick: bool, only: list[str], output: Path, force: b
                 )
             if res.interrupted:
                 raise KeyboardInterrupt  # the session then records "interrupted" and saves the traces
+            if roofline:
+                from archline.cli.roofline import roofline_in_session
+
+                s.note_extra(roofline=True)
+                roofline_in_session(
+                    s,
+                    runner,
+                    gpu,
+                    ["single", "double"],
+                    copy_bps,
+                    target_s=target_s,
+                    say=lambda m, *_: err_console.print(f"archline: {m}"),
+                )
     except KeyboardInterrupt:
         res.interrupted = True
+    if roofline and (output / "roofline_sweep.csv").is_file():
+        from archline.errors import ArchlineError
+        from archline.model.build import fit_run_dir
+
+        try:
+            fit_run_dir(output)
+        except ArchlineError as exc:
+            err_console.print(f"archline: the energy roofline could not be fitted: {exc}")
     rep = render(output)
     console.print(_targets_table(res.targets))
     failed = [r for r in res.rows if r.get("status") != "ok"]

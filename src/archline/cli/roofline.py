@@ -11,7 +11,7 @@ import typer
 from archline.cli._common import console, err_console, handle_errors
 from archline.errors import InputError
 
-__all__ = ["parse_precisions", "register"]
+__all__ = ["parse_precisions", "register", "roofline_in_session"]
 
 _ALIASES = {"single": "single", "fp32": "single", "float": "single", "double": "double", "fp64": "double"}
 
@@ -47,6 +47,60 @@ def _peaks(runner: Any, dev: Any, precisions: list[str]) -> tuple[dict[str, floa
             peaks[p] = float(r["flops"]) / float(r["time_s"])
         rows.append(r)
     return peaks, rows
+
+
+def roofline_in_session(
+    s: Any,
+    runner: Any,
+    gpu: int,
+    precisions: list[str],
+    copy_bps: float,
+    *,
+    target_s: float,
+    heldout: bool = True,
+    heldout_error: float = 0.02,
+    counted: bool = True,
+    say: Any = None,
+) -> None:
+    """Peaks, intensity sweep, held-out kernels, component microbenchmarks and ncu counts, written
+    into the open session's run directory (``archline roofline``, ``archline characterize --roofline``)."""
+    from archline.bench.roofline import measure_components, measure_heldout, sweep
+    from archline.kernels.target import Target
+    from archline.records import to_jsonable
+
+    say = say or (lambda *_: None)
+    dev = s.ex.device
+    peaks, peak_rows = _peaks(runner, dev, precisions)
+    state = s.rd.manifest.state_before
+    limit = state.get("enforced_power_limit_w") or state.get("power_limit_w")
+    s.rd.write_json(
+        "roofline_peaks.json",
+        {"copy_bytes_per_s": copy_bps, "peak_flops_per_s": peaks, "power_limit_w": limit, "device": dev.name},
+    )
+    s.rd.write_csv("peaks_runs.csv", peak_rows)
+    rows = sweep(
+        runner,
+        precisions,
+        Target.from_device(dev),
+        power_limit_w=float(limit) if isinstance(limit, (int, float)) else None,
+        target_s=target_s,
+        on_start=say,
+    )
+    good = [r for r in rows if r.get("status") == "ok" and r.get("energy_j") is not None]
+    s.rd.write_csv("roofline_sweep_all.csv", rows)
+    s.rd.write_csv("roofline_sweep.csv", good)
+    if not heldout:
+        return
+    from archline.gpu.workloads import default_workloads
+
+    hrows, log = measure_heldout(gpu, default_workloads(), target_rel_error=heldout_error, on_start=say)
+    s.rd.write_csv("roofline_heldout_log.csv", log)
+    if hrows:
+        s.rd.write_csv("roofline_heldout.csv", [to_jsonable(r) for r in hrows])
+    if counted and hrows:
+        comp = measure_components(runner, Target.from_device(dev), target_s=target_s, on_start=say)
+        s.rd.write_csv("roofline_components.csv", comp)
+        _count_heldout(s, gpu, [r.name for r in hrows], say)
 
 
 def _count_heldout(s: Any, gpu: int, names: list[str], say: Any) -> None:
@@ -109,17 +163,13 @@ def _run(
     heldout_error: float,
     counted: bool = True,
 ) -> None:
-    from archline.bench.roofline import measure_components, measure_heldout, sweep
     from archline.bench.runner import Runner, RunnerOptions
     from archline.bench.session import GPUSession
-    from archline.kernels.target import Target
     from archline.model.build import fit_run_dir
-    from archline.records import to_jsonable
     from archline.report.roofline import render_roofline
 
     t0 = time.time()
     with GPUSession(gpu, output, "roofline", force=force, extra={"precisions": precisions}) as s:
-        dev = s.ex.device
 
         def say(msg: str, *_: Any) -> None:
             err_console.print(f"archline: {msg}")
@@ -127,42 +177,18 @@ def _run(
         copy_bps, _ = s.ex.copy_bandwidth()  # type: ignore[attr-defined]
         est = s.estimator(progress=lambda m: say(f"sensor calibration: {m}"))
         runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)
-        peaks, peak_rows = _peaks(runner, dev, precisions)
-        limit = s.rd.manifest.state_before.get("enforced_power_limit_w") or s.rd.manifest.state_before.get(
-            "power_limit_w"
-        )
-        s.rd.write_json(
-            "roofline_peaks.json",
-            {
-                "copy_bytes_per_s": copy_bps,
-                "peak_flops_per_s": peaks,
-                "power_limit_w": limit,
-                "device": dev.name,
-            },
-        )
-        s.rd.write_csv("peaks_runs.csv", peak_rows)
-        rows = sweep(
+        roofline_in_session(
+            s,
             runner,
+            gpu,
             precisions,
-            Target.from_device(dev),
-            power_limit_w=float(limit) if isinstance(limit, (int, float)) else None,
+            copy_bps,
             target_s=target_s,
-            on_start=say,
+            heldout=heldout,
+            heldout_error=heldout_error,
+            counted=counted,
+            say=say,
         )
-        good = [r for r in rows if r.get("status") == "ok" and r.get("energy_j") is not None]
-        s.rd.write_csv("roofline_sweep_all.csv", rows)
-        s.rd.write_csv("roofline_sweep.csv", good)
-        if heldout:
-            from archline.gpu.workloads import default_workloads
-
-            hrows, log = measure_heldout(gpu, default_workloads(), target_rel_error=heldout_error, on_start=say)
-            s.rd.write_csv("roofline_heldout_log.csv", log)
-            if hrows:
-                s.rd.write_csv("roofline_heldout.csv", [to_jsonable(r) for r in hrows])
-            if counted and hrows:
-                comp = measure_components(runner, Target.from_device(dev), target_s=target_s, on_start=say)
-                s.rd.write_csv("roofline_components.csv", comp)
-                _count_heldout(s, gpu, [r.name for r in hrows], say)
         s.note_extra(wall_s_sweep=time.time() - t0)
     model = fit_run_dir(output)
     sec = render_roofline(output, model=model)

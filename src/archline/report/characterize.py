@@ -69,12 +69,31 @@ def build_document(data: RunData, out_dir: Path, *, banner: str | None = None) -
     return doc, files
 
 
+def _roofline_section(run_dir: Path, out: Path, md: Path, html: Path | None) -> tuple[Path, ...]:
+    """Append the energy-roofline section when the run holds a roofline sweep (``characterize --roofline``)."""
+    from archline.model.build import SWEEP_TABLE
+    from archline.records import atomic_write_text
+    from archline.report.roofline import render_roofline
+
+    if not (run_dir / SWEEP_TABLE).is_file():
+        return ()
+    sec = render_roofline(run_dir, out)
+    atomic_write_text(md, md.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + sec.markdown)
+    if html is not None and html.is_file():
+        page = html.read_text(encoding="utf-8")
+        cut = page.rfind("</body>")
+        page = page[:cut] + sec.html_fragment + page[cut:] if cut >= 0 else page + sec.html_fragment
+        atomic_write_text(html, page)
+    return (sec.markdown_path, sec.html_path, *sec.plot_paths)
+
+
 def render(run: RunDir | Path | str, out_dir: Path | None = None, *, banner: str | None = None) -> RenderedReport:
     """Render ``report.md``, ``report.html`` and ``plots/*.png`` of a characterization run into ``out_dir``."""
     data = load_run_data(run)
     out = Path(out_dir) if out_dir is not None else data.run.path
     doc, files = build_document(data, out, banner=banner)
     md, html = write_document(doc, out)
+    files = [*files, *_roofline_section(data.run.path, out, md, html)]
     warnings: list[str] = []
     if data.manifest.status != "complete":
         warnings.append(f"run status is {data.manifest.status!r}: {status_text(data)}")
