@@ -375,6 +375,28 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
 
 /* ---------------------------------------------------------------- periodic flush */
 
+/* A background thread with every signal blocked: the program's signals must keep going to its
+ * own threads. Returns 1 if it started. */
+static int spawn(pthread_t *t, void *(*fn)(void *), void *arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int ok = pthread_create(t, NULL, fn, arg) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return ok;
+}
+
+/* Ask a thread that waits on cv to stop, and join it. */
+static void stop_thread(int *running, pthread_t *t, pthread_mutex_t *mu, pthread_cond_t *cv, int *stop) {
+  if (!*running) return;
+  pthread_mutex_lock(mu);
+  *stop = 1;
+  pthread_cond_signal(cv);
+  pthread_mutex_unlock(mu);
+  pthread_join(*t, NULL);
+  *running = 0;
+}
+
 static void *flush_loop(void *arg) {
   long ms = (long)(intptr_t)arg;
   pthread_mutex_lock(&flush_mu);
@@ -407,12 +429,7 @@ static void start_flusher(void) {
     if (end != env && v >= 0) ms = v;
   }
   if (ms == 0) return;
-  /* The program's signals must keep going to its own threads. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  if (pthread_create(&flusher, NULL, flush_loop, (void *)(intptr_t)ms) == 0) flusher_running = 1;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  flusher_running = spawn(&flusher, flush_loop, (void *)(intptr_t)ms);
 }
 
 /* ---------------------------------------------------------------- duty cycle */
@@ -487,32 +504,12 @@ static void start_duty(void) {
   uint64_t stamp = 0;
   cuptiGetTimestamp(&stamp);
   mark(CHUNK_TRACE_ON, stamp, 0);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  if (pthread_create(&duty_thread, NULL, duty_loop, NULL) == 0) duty_running = 1;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  duty_running = spawn(&duty_thread, duty_loop, NULL);
 }
 
-static void stop_duty(void) {
-  if (!duty_running) return;
-  pthread_mutex_lock(&duty_mu);
-  duty_stop = 1;
-  pthread_cond_signal(&duty_cv);
-  pthread_mutex_unlock(&duty_mu);
-  pthread_join(duty_thread, NULL);
-  duty_running = 0;
-}
+static void stop_duty(void) { stop_thread(&duty_running, &duty_thread, &duty_mu, &duty_cv, &duty_stop); }
 
-static void stop_flusher(void) {
-  if (!flusher_running) return;
-  pthread_mutex_lock(&flush_mu);
-  flush_stop = 1;
-  pthread_cond_signal(&flush_cv);
-  pthread_mutex_unlock(&flush_mu);
-  pthread_join(flusher, NULL);
-  flusher_running = 0;
-}
+static void stop_flusher(void) { stop_thread(&flusher_running, &flusher, &flush_mu, &flush_cv, &flush_stop); }
 
 /* ---------------------------------------------------------------- start and exit */
 

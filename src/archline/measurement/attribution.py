@@ -14,7 +14,7 @@ from archline.errors import SensorError
 from archline.measurement.activity import ActivityRecord
 from archline.measurement.attribution_design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
 from archline.measurement.attribution_fit import PowerFit, block_bootstrap, fit_powers
-from archline.measurement.attribution_result import AttributionResult, KernelRow, LongCall, RowMethod
+from archline.measurement.attribution_result import AttributionResult, KernelRow, LongCall, RowKind, RowMethod
 from archline.measurement.attribution_windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
 from archline.measurement.recording import Recording
 from archline.sensors.base import Readings
@@ -97,6 +97,24 @@ def _row_note(k: int, names: list[str], fit: PowerFit, active: I64) -> str:
         if abs(c[j]) >= 0.7:
             return f"not identifiable: confounded with {names[int(active[j])]} (r = {c[j]:+.2f})"
     return "not identifiable: too little variation in its share of the windows; power is mostly the pooled prior"
+
+
+def _exact_row(kind: RowKind, energy_j: float, total_j: float, method: RowMethod, time_s: float = 0.0) -> KernelRow:
+    """A row whose energy is known exactly (the residual, untraced time): no interval, no power."""
+    return KernelRow(
+        name=GAP_NAMES[kind],
+        kind=kind,
+        calls=0,
+        time_s=time_s,
+        energy_j=energy_j,
+        energy_lo_j=energy_j,
+        energy_hi_j=energy_j,
+        share=energy_j / total_j if total_j else math.nan,
+        mean_power_w=math.nan,
+        power_lo_w=math.nan,
+        power_hi_w=math.nan,
+        method=method,
+    )
 
 
 def _merge(lo: F64, hi: F64, keep: NDArray[np.bool_]) -> list[tuple[float, float]]:
@@ -352,39 +370,9 @@ def attribute_energy(
     residual = total_kept - sum(r.energy_j for r in rows)
     if traced is not None:
         lo_e, hi_e = edges[:-1], edges[1:]
-        e_u = float(y[~keep].sum())
-        rows.append(
-            KernelRow(
-                name=GAP_NAMES["untraced"],
-                kind="untraced",
-                calls=0,
-                time_s=float(np.sum((hi_e - lo_e)[~keep])),
-                energy_j=e_u,
-                energy_lo_j=e_u,
-                energy_hi_j=e_u,
-                share=e_u / total_j if total_j else math.nan,
-                mean_power_w=math.nan,
-                power_lo_w=math.nan,
-                power_hi_w=math.nan,
-                method="counter",
-            )
-        )
-    rows.append(
-        KernelRow(
-            name=GAP_NAMES["residual"],
-            kind="residual",
-            calls=0,
-            time_s=0.0,
-            energy_j=residual,
-            energy_lo_j=residual,
-            energy_hi_j=residual,
-            share=residual / total_j if total_j else math.nan,
-            mean_power_w=math.nan,
-            power_lo_w=math.nan,
-            power_hi_w=math.nan,
-            method="residual",
-        )
-    )
+        untraced_s = float(np.sum((hi_e - lo_e)[~keep]))
+        rows.append(_exact_row("untraced", float(y[~keep].sum()), total_j, "counter", untraced_s))
+    rows.append(_exact_row("residual", residual, total_j, "residual"))
     act_rows = sorted(
         (r for r in rows if r.kind in ("kernel", "memcpy", "memset", "program")), key=lambda r: -r.energy_j
     )
