@@ -155,10 +155,10 @@ def _characterize(
             if res.interrupted:
                 raise KeyboardInterrupt  # the session then records "interrupted" and saves the traces
             if roofline:
-                from archline.cli.roofline import roofline_in_session
+                from archline.bench.roofline import run_roofline
 
                 s.note_extra(roofline=True)
-                roofline_in_session(
+                run_roofline(
                     s,
                     runner,
                     gpu,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
 import math
 import os
 import shutil
@@ -74,7 +73,6 @@ METRICS: dict[str, str] = {
     "inst_hmma": "smsp__inst_executed_pipe_tensor_op_hmma.sum",
     "inst_xu_pipe": "smsp__inst_executed_pipe_xu.sum",
     "inst_uniform_pipe": "smsp__inst_executed_pipe_uniform.sum",
-    "cycles_active": "sm__cycles_active.avg",
 }
 
 
@@ -177,9 +175,6 @@ _SCALE = {
     "warp": 1.0,
     "sector": 1.0,
     "request": 1.0,
-    "K": 1e3,
-    "M": 1e6,
-    "G": 1e9,
 }
 
 
@@ -210,22 +205,22 @@ def parse_raw_csv(
     (Kbyte, usecond, …). Raises :class:`InputError` naming the line for a malformed file.
     """
     wanted = set(metrics)
-    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
-    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    # CSV lines start with a quote; ncu's own messages (==PROF== …) do not. Line numbers are the text's.
+    rows = [(n, next(csv.reader([ln]))) for n, ln in enumerate(text.splitlines(), start=1) if ln.startswith('"')]
     if not rows:
         raise InputError(f"{source}: no CSV rows (did ncu profile any kernel?)")
-    head = rows[0]
+    head_line, head = rows[0]
     name_col = next((i for i, h in enumerate(head) if h in ("Kernel Name", "Function Name", "Demangled Name")), None)
     if name_col is None:
-        raise InputError(f"{source}:1: no 'Kernel Name' column in {head[:8]}")
+        raise InputError(f"{source}:{head_line}: no 'Kernel Name' column in {head[:8]}")
     units = [""] * len(head)
     body = rows[1:]
-    if body and not body[0][0].strip().isdigit():
-        units, body = body[0], body[1:]
+    if body and not body[0][1][0].strip().isdigit():
+        units, body = body[0][1], body[1:]
     metric_cols = [i for i, h in enumerate(head) if h in wanted]
     out: list[tuple[str, dict[str, float]]] = []
-    for n, r in enumerate(body):
-        where = f"{source}:{n + 2 + (units != [''] * len(head))}"
+    for line, r in body:
+        where = f"{source}:{line}"
         if len(r) != len(head):
             raise InputError(f"{where}: {len(r)} fields, header has {len(head)}")
         vals = {head[i]: _number(r[i], units[i] if i < len(units) else "", where) for i in metric_cols}

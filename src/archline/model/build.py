@@ -143,15 +143,9 @@ def fit_run_dir(
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
     """A run's optional table as dicts ([] if absent)."""
-    if not path.is_file():
-        return []
-    import csv
+    from archline.records import read_csv
 
-    try:
-        with path.open(newline="") as f:
-            return list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+    return read_csv(path) if path.is_file() else []
 
 
 def _manifest_gpu_name(d: Path) -> str:
