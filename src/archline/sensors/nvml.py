@@ -321,7 +321,8 @@ class BufferSource(_NVMLSource):
     Units: W. Each sample carries the driver's own timestamp (µs of CLOCK_REALTIME). The ring
     holds ~119 samples (~2.4 s at 20 ms); it is drained every 0.25 s from ``LOOKBACK_S``
     before the newest stamp seen, and only stamps not yet seen are kept, so a sample the
-    driver files after a newer one is still caught. Equivalent query: ``nvidia-smi
+    driver might file after a newer one would still be caught (none was seen on an H100:
+    benchmarks/bench_sampler.py). Equivalent query: ``nvidia-smi
     --query-gpu=power.draw`` gives a different (averaged) value.
     """
 
