@@ -1,10 +1,12 @@
 """Duty-cycled kernel tracing on a GPU: what it saves a launch-bound program, and what it keeps of the attribution.
 
 Usage (GPU machine): python benchmarks/validate_duty.py OUT_DIR [--reps 3] [--calls 600000] [--duty 0.4/2,0.4/4]
+                     [--duty-modes detach,disable]
 
-Runs benchmarks/workload_launch_bound.py under ``archline run`` three ways, alternating, ``--reps``
+Runs benchmarks/workload_launch_bound.py under ``archline run`` several ways, alternating, ``--reps``
 times each: ``--no-kernels`` (sensors only, the baseline), full tracing (``--tracer inject``) and
-duty-cycled tracing (``--trace-duty``, one mode per comma-separated setting). Prints, with PASS/FAIL:
+duty-cycled tracing (``--trace-duty``, one run per comma-separated setting and ``--trace-duty-mode``).
+Prints, with PASS/FAIL:
 * overhead: the change of the program's own block time against the baseline (median), target < 3 %;
 * agreement: each kernel's attributed energy per call, duty-cycled against full tracing (medians),
   target within 10 %;
@@ -55,18 +57,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--calls", type=int, default=600_000)
     ap.add_argument("--duty", default="0.4/2,0.4/4")
+    ap.add_argument("--duty-modes", default="detach", help="comma-separated --trace-duty-mode values")
     a = ap.parse_args(argv)
     duties = [d for d in a.duty.split(",") if d]
     modes = {"none": ["--no-kernels"], "full": ["--tracer", "inject"]}
     for d in duties:
-        modes[f"duty {d}"] = ["--tracer", "inject", "--trace-duty", d]
+        for dm in (m for m in a.duty_modes.split(",") if m):
+            modes[f"duty {d} {dm}"] = ["--tracer", "inject", "--trace-duty", d, "--trace-duty-mode", dm]
     res: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
     for rep in range(a.reps):
         for m, flags in modes.items():
             res[m].append(run(a.out / f"{m.replace(' ', '-').replace('/', '-')}-{rep}", flags, a.calls))
             print(f"{m} rep {rep}: block {res[m][-1]['block_s']:.3f} s", flush=True)
     base = statistics.median(r["block_s"] for r in res["none"])
-    summary: dict[str, Any] = {"duty": a.duty, "calls": a.calls, "baseline_block_s": base, "checks": []}
+    summary: dict[str, Any] = {
+        "duty": a.duty,
+        "duty_modes": a.duty_modes,
+        "calls": a.calls,
+        "reps": a.reps,
+        "baseline_block_s": base,
+        "block_s": {m: [r["block_s"] for r in rs] for m, rs in res.items()},
+        "checks": [],
+    }
     ok = True
 
     def check(name: str, value: float, limit: float, unit: str = "%") -> None:

@@ -350,23 +350,37 @@ CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, C
   *record = (CUpti_Activity *)(buffer + off);
   return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *t) { *t = realtime_ns() + 5000; return CUPTI_SUCCESS; }
+/* Detach mode: CUPTI is "detached" from cuptiFinalize until the next attach (callbacks registered). */
+static int n_finalize = 0, n_subscribe = 0, finalize_off_main = 0, calls_detached = 0, is_detached = 0;
+static pthread_t main_thread;
+#define TOUCH() (calls_detached += is_detached)
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t *t) { TOUCH(); *t = realtime_ns() + 5000; return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiGetResultString(CUptiResult r, const char **s) { (void)r; *s = "?"; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc f, void *u) {
+  (void)f; (void)u; TOUCH(); *s = (CUpti_SubscriberHandle)&n_subscribe; ++n_subscribe; return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiEnableDomain(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d) {
+  (void)e; (void)s; (void)d; TOUCH(); return CUPTI_SUCCESS;
+}
+CUptiResult CUPTIAPI cuptiFinalize(void) {
+  finalize_off_main |= !pthread_equal(pthread_self(), main_thread);
+  ++n_finalize; is_detached = 1; return CUPTI_SUCCESS;
+}
 static size_t to_drop = 3;
 CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d) {
   (void)c; (void)s; *d = to_drop; to_drop = 0; return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t f) { (void)f; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t f) { (void)f; TOUCH(); return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute a, size_t *n, void *v) {
   (void)a; (void)n; (void)v; return CUPTI_SUCCESS;
 }
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r,
                                                     CUpti_BuffersCallbackCompleteFunc c) {
-  (void)r; (void)c; return CUPTI_SUCCESS;
+  (void)r; (void)c; is_detached = 0; return CUPTI_SUCCESS;
 }
-CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) { (void)k; return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) { (void)k; return CUPTI_SUCCESS; }
-CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t t) { (void)t; return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) { (void)k; TOUCH(); return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) { (void)k; TOUCH(); return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t t) { (void)t; TOUCH(); return CUPTI_SUCCESS; }
 
 static char name_a[64] = "_Z4gemmPfS_i";
 static char name_b[64] = "relu\tkernel";
@@ -388,10 +402,20 @@ static uint8_t *put(uint8_t *p, CUpti_ActivityKind kind, uint64_t start, const c
   return p + rec_size(r);
 }
 
+static void report(void) {
+  printf("finalize=%d subscribe=%d finalize_off_main=%d calls_detached=%d\n", n_finalize, n_subscribe,
+         finalize_off_main, calls_detached);
+}
+
+/* argv: OUT [DUTY_MS [MODE [calls|quiet]]]: with "calls", the program makes a CUDA call each ms. */
 int main(int argc, char **argv) {
+  main_thread = pthread_self();
+  atexit(report);  /* before the library's: runs after it */
   setenv("ARCHLINE_CUPTI_OUT", argv[1], 1);
   setenv("ARCHLINE_CUPTI_FLUSH_MS", "5", 1);
   if (argc > 2) setenv("ARCHLINE_CUPTI_DUTY_MS", argv[2], 1);
+  if (argc > 3) setenv("ARCHLINE_CUPTI_DUTY_MODE", argv[3], 1);
+  int calls = argc > 4 && strcmp(argv[4], "calls") == 0;
   InitializeInjection();
   uint64_t t = realtime_ns() + 1000000;
   uint8_t *buf; size_t size, max;
@@ -409,8 +433,19 @@ int main(int argc, char **argv) {
   strcpy(name_a, "reused_name");  /* a module unloaded, its name's memory reused */
   p = put(again, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 30000000, name_a);
   buffer_completed(NULL, 0, again, size, (size_t)(p - again));
-  struct timespec nap = {0, argc > 2 ? 95000000 : 20000000};
-  nanosleep(&nap, NULL);  /* let the flusher (and the duty cycle) run */
+  /* Let the flusher (and the duty cycle) run, making CUDA "calls" if asked. */
+  uint64_t until = monotonic_ns() + (argc > 2 ? 95000000ull : 20000000ull);
+  CUpti_CallbackData cb;
+  memset(&cb, 0, sizeof cb);
+  while (monotonic_ns() < until) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    if (!calls) continue;
+    cb.callbackSite = CUPTI_API_ENTER;
+    on_api(NULL, CUPTI_CB_DOMAIN_DRIVER_API, 1, &cb);  /* an entry never detaches */
+    cb.callbackSite = CUPTI_API_EXIT;
+    on_api(NULL, CUPTI_CB_DOMAIN_DRIVER_API, 1, &cb);
+  }
   return 0;
 }
 """
@@ -430,12 +465,17 @@ def _harness(tmp_path):
     return exe
 
 
+def _counters(stdout: str) -> dict[str, int]:
+    line = next(ln for ln in stdout.splitlines() if ln.startswith("finalize="))
+    return {k: int(v) for k, v in (f.split("=") for f in line.split())}
+
+
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_injection_library_marks_its_duty_cycle(tmp_path):
     exe = _harness(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
-    subprocess.run([str(exe), str(out), "10,30"], check=True, timeout=60)
+    res = subprocess.run([str(exe), str(out), "10,30", "disable"], check=True, timeout=60, capture_output=True)
     trace = read_injection_output(out)
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is not None and len(trace.traced) >= 3
@@ -443,6 +483,43 @@ def test_injection_library_marks_its_duty_cycle(tmp_path):
     assert all(0.009 < d < 0.03 for d in ons), ons
     gaps = [b[0] - a[1] for a, b in zip(trace.traced, trace.traced[1:], strict=False)]
     assert all(0.015 < g < 0.06 for g in gaps), gaps
+    assert _counters(res.stdout.decode())["finalize"] == 0 and trace.detach_s == []
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
+    exe = _harness(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    res = subprocess.run([str(exe), str(out), "10,30", "detach", "calls"], check=True, timeout=60, capture_output=True)
+    n = _counters(res.stdout.decode())
+    trace = read_injection_output(out)
+    assert trace.errors == [] and len(trace.records) == 10004
+    assert trace.traced is not None and len(trace.traced) >= 3
+    # Every off-switch detached CUPTI, on the program's own thread; every on-switch attached it
+    # again (a new subscriber each time); no CUPTI call was made while detached, not even at exit.
+    assert n["finalize"] >= 2 and n["finalize"] == len(trace.detach_s) == len(trace.detach_wait_s)
+    assert n["subscribe"] in (n["finalize"], n["finalize"] + 1)
+    assert n["finalize_off_main"] == 0 and n["calls_detached"] == 0
+    # The request waits out the 10 ms settle, then the next "call" (1 ms apart) detaches.
+    assert all(0 <= w < 0.05 for w in trace.detach_wait_s), trace.detach_wait_s
+    ons = [b - a for a, b in trace.traced[:-1]]
+    assert all(0.009 < d < 0.03 for d in ons), ons
+    # End clock pairs come from the last detach: the clock map spans most of the run.
+    assert trace.clocks[0].span_s > 0.03
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_duty_cycle_without_cuda_calls_stays_attached_and_exits(tmp_path):
+    exe = _harness(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    res = subprocess.run([str(exe), str(out), "10,30", "detach", "quiet"], check=True, timeout=60, capture_output=True)
+    n = _counters(res.stdout.decode())
+    trace = read_injection_output(out)
+    # No CUDA call ever came to detach at: tracing still switched (kinds disabled), nothing hung.
+    assert n["finalize"] == 0 and trace.detach_s == [] and trace.errors == []
+    assert trace.traced is not None and len(trace.traced) >= 1 and len(trace.records) == 10004
 
 
 def test_traced_intervals_from_marks():

@@ -235,9 +235,10 @@ REPO = Path(__file__).resolve().parents[2]
 # Stands in for a CUDA program under the injection library: it 'runs' kernels and writes what
 # the library would have written into $ARCHLINE_CUPTI_OUT.
 CHILD_SCRIPT = f"""
-import os, sys, time
+import os, struct, sys, time
 sys.path.insert(0, {str(REPO)!r})
-from tests.helpers.attrib_fakes import injection_output
+from tests.helpers.attrib_fakes import injection_chunk, injection_output
+from archline.gpu.cupti_inject import ChunkType
 out = os.environ.get("ARCHLINE_CUPTI_OUT")
 if not out:
     sys.exit(9)
@@ -247,8 +248,19 @@ for i in range(int(sys.argv[1])):
     s = time.time_ns()
     time.sleep(0.004)
     kernels.append(("child_kernel", s, time.time_ns()))
+data = injection_output(kernels, clock=(t0, t0))
+if os.environ.get("ARCHLINE_CUPTI_DUTY_MS"):
+    # What the library marks with a duty cycle: on, off, on, off ... and a detach per off-switch.
+    on_ms, period_ms = (int(x) for x in os.environ["ARCHLINE_CUPTI_DUTY_MS"].split(","))
+    t, n = t0, 0
+    while t < kernels[-1][2]:
+        data += injection_chunk(ChunkType.TRACE_ON, 1, struct.pack("<2Q", t, 3 * 10**6 * (n > 0)))
+        data += injection_chunk(ChunkType.TRACE_OFF, 1, struct.pack("<2Q", t + on_ms * 10**6, 3 * 10**6))
+        if os.environ["ARCHLINE_CUPTI_DUTY_MODE"] == "detach":
+            data += injection_chunk(ChunkType.DETACH, 1, struct.pack("<2Q", 15 * 10**6, (n + 1) * 10**6))
+        t, n = t + period_ms * 10**6, n + 1
 with open(os.path.join(out, f"cupti-{{os.getpid()}}.bin"), "wb") as fh:
-    fh.write(injection_output(kernels, clock=(t0, t0)))
+    fh.write(data)
 print("child output")
 sys.exit(int(sys.argv[2]))
 """
@@ -396,6 +408,39 @@ def test_trace_duty_parsing():
     for bad in ("1/1", "0.001/1", "x/1", "0.5", "2/1"):
         with pytest.raises(InputError, match="--trace-duty"):
             parse_duty(bad)
+
+
+@pytest.mark.parametrize("mode", ["detach", "disable"])
+def test_trace_duty_marks_reach_the_run_and_its_notes(injecting_gpu, tmp_path, mode):
+    p = tmp_path / "child.py"
+    p.write_text(CHILD_SCRIPT)
+    out = tmp_path / "run"
+    args = ["run", "--tracer", "inject", "--trace-duty", "0.2/0.3", "--trace-duty-mode", mode, "-o", str(out)]
+    res = CliRunner().invoke(app, [*args, "--", str(p), "300", "0"])
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    notes = rd.manifest.notes
+    how = "CUPTI detached" if mode == "detach" else "CUPTI's records disabled"
+    assert any(n.startswith("tracing duty cycle: kernels traced 200 ms of every 300 ms") and how in n for n in notes)
+    assert any(n.startswith("duty cycle:") and "switches of tracing, median 3 ms each" in n for n in notes)
+    detach_note = [n for n in notes if "cuptiFinalize held the program's thread" in n]
+    if mode == "detach":
+        (note,) = detach_note
+        n = rd.manifest.extra["trace_detaches"]
+        assert f"CUPTI detached {n} times" in note and f"{n:g} ms at most" in note, note
+    else:
+        assert detach_note == []
+    rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
+    assert "(untraced time, duty-cycled tracing)" in rows
+    assert 0 < int(rows["child_kernel"]["calls"]) < 300
+
+
+def test_trace_duty_mode_is_checked(fake_gpu, script, tmp_path):
+    res = CliRunner().invoke(
+        app, ["run", "--trace-duty", "0.25/1", "--trace-duty-mode", "off", "--", str(script), "2", "0"]
+    )
+    assert res.exit_code == 2 and "--trace-duty-mode: expected one of detach, disable" in res.output
+    assert "Traceback" not in res.output
 
 
 def test_trace_duty_needs_the_injection_tracer(fake_gpu, script, tmp_path):

@@ -34,7 +34,10 @@ if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a command run
     from archline.measurement.attribute_api import Attribution, Backend
     from archline.measurement.attribution_result import AttributionResult, KernelRow
 
-__all__ = ["backend_factory", "parse_duty", "register", "render_table", "run_program"]
+__all__ = ["DUTY_MODES", "backend_factory", "parse_duty", "register", "render_table", "run_program"]
+
+#: How duty-cycled tracing switches off: detach CUPTI (cuptiFinalize), or disable its records only.
+DUTY_MODES = ("detach", "disable")
 
 #: Where sensors and the tracer come from; tests replace it with fakes.
 backend_factory: Callable[[], Backend] | None = None
@@ -68,14 +71,19 @@ def run_program(
     quiet_stdout: bool = False,
     backend: Backend | None = None,
     duty_ms: tuple[int, int] | None = None,
+    duty_mode: str = "detach",
 ) -> tuple[Attribution, int, str | None]:
     """Run ``cmd`` under an :class:`Attribution` writing into ``out``; return it, the exit status, and
     the program's failure (a line) if it raised in-process.
 
     ``tracer`` (``auto``, ``inject`` or ``python``) picks how kernels are recorded (:func:`choose_tracer`).
-    ``duty_ms`` = (on, period) traces kernels for ``on`` ms of every ``period`` ms (injection only).
+    ``duty_ms`` = (on, period) traces kernels for ``on`` ms of every ``period`` ms (injection only);
+    ``duty_mode`` says how tracing is switched off: ``detach`` CUPTI from the process, or only
+    ``disable`` its activity records.
     """
     check_tracer(tracer)
+    if duty_mode not in DUTY_MODES:
+        raise InputError(f"--trace-duty-mode: expected one of {', '.join(DUTY_MODES)} (got {duty_mode!r})")
     spec = classify_command(cmd)
     out = out or _default_out()
     notes: list[str] = []
@@ -95,7 +103,9 @@ def run_program(
         if choice.mode != "inject" or choice.lib is None:
             raise InputError("--trace-duty needs the injection tracer (--tracer inject or auto with a C compiler)")
         env["ARCHLINE_CUPTI_DUTY_MS"] = f"{duty_ms[0]},{duty_ms[1]}"
-        notes.append(f"tracing duty cycle: kernels traced {duty_ms[0]} ms of every {duty_ms[1]} ms")
+        env["ARCHLINE_CUPTI_DUTY_MODE"] = duty_mode
+        how = "CUPTI detached" if duty_mode == "detach" else "CUPTI's records disabled"
+        notes.append(f"tracing duty cycle: kernels traced {duty_ms[0]} ms of every {duty_ms[1]} ms ({how} in between)")
     if choice.mode == "python":
         for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
             if k in env:
@@ -202,6 +212,15 @@ def _add_injected(a: Attribution, cupti_dir: Path) -> None:
         a.notes.append(
             f"duty cycle: {len(traced.switch_s)} switches of tracing, median "
             f"{1e3 * a.info['trace_switch_s_median']:.3g} ms each"
+        )
+    if traced.detach_s:
+        fin = sorted(traced.detach_s)
+        a.info["trace_detaches"] = len(fin)
+        a.info["trace_detach_finalize_s_median"] = float(fin[len(fin) // 2])
+        a.info["trace_detach_finalize_s_max"] = float(fin[-1])
+        a.notes.append(
+            f"duty cycle: CUPTI detached {len(fin)} times; cuptiFinalize held the program's thread "
+            f"{1e3 * fin[len(fin) // 2]:.3g} ms (median), {1e3 * fin[-1]:.3g} ms at most"
         )
     if traced.records:
         clock = traced.clocks[0].to_json() if traced.clocks else None
@@ -349,6 +368,16 @@ def register(app: typer.Typer) -> None:
                 "cost for launch-bound programs; rows then cover the traced time (injection tracer only).",
             ),
         ] = None,
+        trace_duty_mode: Annotated[
+            str,
+            typer.Option(
+                "--trace-duty-mode",
+                metavar="detach|disable",
+                help="How --trace-duty stops tracing: detach = take CUPTI out of the process (cuptiFinalize) "
+                "until the next traced period, so untraced launches cost nothing; disable = only turn its "
+                "records off (CUPTI stays attached, with part of its per-launch cost).",
+            ),
+        ] = "detach",
         top: Annotated[int, typer.Option("--top", help="Kernels shown on the terminal (the CSV has all).")] = 20,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the result as JSON (the program's stdout goes to stderr).")
@@ -374,6 +403,7 @@ def register(app: typer.Typer) -> None:
             tracer=tracer,
             quiet_stdout=as_json,
             duty_ms=duty,
+            duty_mode=trace_duty_mode,
         )
         result = a.result
         run_dir = a.run_dir.path if a.run_dir is not None else None

@@ -7,7 +7,8 @@
  * 16-byte header {char magic[4] = "ALC1"; u32 type; u32 count; u32 bytes} followed by `bytes`
  * (a multiple of 8) of payload, little-endian:
  *   1 CLOCK_START, 2 CLOCK_END  count x {u64 host_before_ns, u64 cupti_ns, u64 host_after_ns}:
- *                               CLOCK_REALTIME read around cuptiGetTimestamp
+ *                               CLOCK_REALTIME read around cuptiGetTimestamp; CLOCK_END may come
+ *                               more than once (duty cycle, detach mode): the last one counts
  *   3 ACTIVITIES                count x struct act_rec (48 bytes, below)
  *   4 NAMES                     count x {u32 id, u32 len, char name[len], zeros to 8 bytes}
  *   5 DROPPED                   u64: activity records CUPTI dropped
@@ -15,6 +16,9 @@
  *   7 TRACE_ON, 8 TRACE_OFF     count x {u64 cupti_ns, u64 switch_ns}: kernel/copy tracing turned
  *                               on (stamped after enabling) or off (before disabling), and how
  *                               long the enable/disable calls took; only with a duty cycle
+ *   9 DETACH                    count x {u64 wait_ns, u64 finalize_ns}: CUPTI detached from the
+ *                               process: how long after the request, and how long cuptiFinalize
+ *                               held the program's thread; only with a duty cycle in detach mode
  *
  * Cost: the library does nothing on the program's launching threads except hand CUPTI a
  * buffer from a pool (zeroed in advance, so CUPTI need not zero it there). Records are read in
@@ -26,9 +30,19 @@
  * thread asks CUPTI for completed buffers every $ARCHLINE_CUPTI_FLUSH_MS ms (default 1000; 0
  * turns it off), and exit() forces out the rest and writes the end clock pairs.
  *
- * Duty cycle: $ARCHLINE_CUPTI_DUTY_MS="ON,PERIOD" traces for ON ms of every PERIOD ms (a thread
- * enables and disables the activity kinds and marks each switch), for programs whose kernels
- * are so short that CUPTI's own per-launch cost (about 1 us on Hopper) would slow them down.
+ * Duty cycle: $ARCHLINE_CUPTI_DUTY_MS="ON,PERIOD" traces for ON ms of every PERIOD ms, for
+ * programs whose kernels are so short that CUPTI's own per-launch cost (about 1 us on Hopper)
+ * would slow them down. A thread switches tracing and marks each switch. How it switches off
+ * is set by $ARCHLINE_CUPTI_DUTY_MODE:
+ *   detach (default): disable the activity kinds, flush, then detach CUPTI from the process with
+ *     cuptiFinalize, called (as CUPTI asks) at the exit of the program's next CUDA API call, from
+ *     a callback enabled only for that; switching on attaches CUPTI again. While detached, CUPTI
+ *     costs the program nothing. Each off-switch also writes end clock pairs (the reader uses
+ *     the last set), as no CUPTI call may be made while detached: it would attach CUPTI again.
+ *   disable: only disable and enable the activity kinds; CUPTI stays attached, and part of its
+ *     per-launch cost with it.
+ * In detach mode the periodic flush thread is not started: a flush racing cuptiFinalize can
+ * crash; each off-switch flushes instead, and CUPTI's own flush period runs while attached.
  *
  * Build: cc -shared -fPIC -O2 -Wall -Wextra -I<cupti include> -I<cuda include> cupti_inject.c \
  *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread
@@ -65,6 +79,7 @@ enum {
   CHUNK_ERROR = 6,
   CHUNK_TRACE_ON = 7,
   CHUNK_TRACE_OFF = 8,
+  CHUNK_DETACH = 9,
 };
 enum { ACT_KERNEL = 1, ACT_MEMCPY = 2, ACT_MEMSET = 3 };
 
@@ -390,7 +405,7 @@ static int spawn(pthread_t *t, void *(*fn)(void *), void *arg) {
 static void stop_thread(int *running, pthread_t *t, pthread_mutex_t *mu, pthread_cond_t *cv, int *stop) {
   if (!*running) return;
   pthread_mutex_lock(mu);
-  *stop = 1;
+  __atomic_store_n(stop, 1, __ATOMIC_RELEASE);
   pthread_cond_signal(cv);
   pthread_mutex_unlock(mu);
   pthread_join(*t, NULL);
@@ -438,10 +453,23 @@ static pthread_t duty_thread;
 static int duty_running = 0;
 static int duty_stop = 0;
 static long duty_on_ms = 0, duty_period_ms = 0;
+static int duty_detach = 1; /* $ARCHLINE_CUPTI_DUTY_MODE: 1 = detach, 0 = disable */
 static pthread_mutex_t duty_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t duty_cv = PTHREAD_COND_INITIALIZER;
 static const CUpti_ActivityKind traced_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                   CUPTI_ACTIVITY_KIND_MEMSET};
+
+/* Detaching: the duty thread asks, the program's next CUDA API exit calls cuptiFinalize. Only the
+ * duty thread calls CUPTI from the request until the answer, and never while detached. */
+static pthread_mutex_t detach_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t detach_cv = PTHREAD_COND_INITIALIZER;
+static int detach_requested = 0; /* read without the lock by the callback, so atomically */
+static int detach_done = 0;      /* set with the lock held: 1 detached, -1 cuptiFinalize failed */
+static CUptiResult detach_result = CUPTI_SUCCESS;
+static uint64_t detach_finalize_ns = 0;
+static CUpti_SubscriberHandle subscriber = NULL;
+static int attached = 1; /* duty thread only (and exit, after joining it): CUPTI attached */
+#define DETACH_POLL_MS 5
 
 static uint64_t monotonic_ns(void) {
   struct timespec ts;
@@ -449,25 +477,125 @@ static uint64_t monotonic_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void mark(uint32_t type, uint64_t cupti_ns, uint64_t switch_ns) {
-  uint64_t rec[2] = {cupti_ns, switch_ns};
+static void mark(uint32_t type, uint64_t a, uint64_t b) {
+  uint64_t rec[2] = {a, b};
   pthread_mutex_lock(&out_mu);
   if (out_fd >= 0) write_chunk(type, 1, rec, (uint32_t)sizeof rec);
   pthread_mutex_unlock(&out_mu);
 }
+
+static void set_kinds(int on) {
+  for (size_t i = 0; i < sizeof traced_kinds / sizeof traced_kinds[0]; ++i) {
+    CUptiResult r = on ? cuptiActivityEnable(traced_kinds[i]) : cuptiActivityDisable(traced_kinds[i]);
+    if (r != CUPTI_SUCCESS) report_error(on ? "cuptiActivityEnable" : "cuptiActivityDisable", r);
+  }
+}
+
+static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void *cbdata) {
+  (void)userdata;
+  (void)cbid;
+  /* Runs on the program's threads around every CUDA API call, but only while a detach is asked. */
+  if (!__atomic_load_n(&detach_requested, __ATOMIC_ACQUIRE)) return;
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
+  if (((const CUpti_CallbackData *)cbdata)->callbackSite != CUPTI_API_EXIT) return;
+  pthread_mutex_lock(&detach_mu);
+  if (detach_requested) {
+    uint64_t t0 = monotonic_ns();
+    detach_result = cuptiFinalize();
+    detach_finalize_ns = monotonic_ns() - t0;
+    detach_done = detach_result == CUPTI_SUCCESS ? 1 : -1;
+    __atomic_store_n(&detach_requested, 0, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&detach_cv);
+  }
+  pthread_mutex_unlock(&detach_mu);
+}
+
+static int stopping(void) { return __atomic_load_n(&duty_stop, __ATOMIC_ACQUIRE); }
+
+/* Detach CUPTI (tracing already off). Returns 1 if it detached. */
+static int detach(void) {
+  /* Let kernels launched before the switch finish, so their records are complete, then hand
+   * every buffer back: nothing may stay with CUPTI when it is torn down. */
+  struct timespec settle = {0, 10 * 1000000L};
+  nanosleep(&settle, NULL);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  /* End clock pairs now: none can be read while detached, nor at exit if detached then. */
+  pthread_mutex_lock(&out_mu);
+  clock_pairs(CHUNK_CLOCK_END);
+  pthread_mutex_unlock(&out_mu);
+  CUptiResult r = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+  if (r == CUPTI_SUCCESS) r = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+  if (r != CUPTI_SUCCESS) {
+    report_error("cuptiEnableDomain", r);
+    return 0;
+  }
+  uint64_t t0 = monotonic_ns();
+  pthread_mutex_lock(&detach_mu);
+  detach_done = 0;
+  __atomic_store_n(&detach_requested, 1, __ATOMIC_RELEASE);
+  while (detach_done == 0 && !stopping()) {
+    /* Polled, so that a program that has stopped calling CUDA does not hold up its own exit. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += DETACH_POLL_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+      ts.tv_sec += 1;
+      ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&detach_cv, &detach_mu, &ts);
+  }
+  __atomic_store_n(&detach_requested, 0, __ATOMIC_RELEASE);
+  int done = detach_done;
+  CUptiResult res = detach_result;
+  uint64_t fin = detach_finalize_ns;
+  pthread_mutex_unlock(&detach_mu);
+  if (done == 0) {
+    /* Exiting before the program made another CUDA call: stay attached, callbacks off. */
+    cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+    cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    return 0;
+  }
+  if (done < 0) {
+    report_error("cuptiFinalize", res);
+    return 0;
+  }
+  subscriber = NULL;
+  mark(CHUNK_DETACH, monotonic_ns() - t0, fin);
+  return 1;
+}
+
+static int subscribe(void) {
+  CUptiResult r = cuptiSubscribe(&subscriber, (CUpti_CallbackFunc)on_api, NULL);
+  if (r != CUPTI_SUCCESS) {
+    /* Another tool holds CUPTI's one subscriber slot: switch by disabling only. */
+    report_error("cuptiSubscribe", r);
+    subscriber = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+static int start_tracing(void);
 
 static void set_tracing(int on) {
   /* On: enable, then stamp (all after the stamp is traced). Off: stamp, then disable. */
   uint64_t stamp = 0;
   if (!on) cuptiGetTimestamp(&stamp);
   uint64_t t0 = monotonic_ns();
-  for (size_t i = 0; i < sizeof traced_kinds / sizeof traced_kinds[0]; ++i) {
-    CUptiResult r = on ? cuptiActivityEnable(traced_kinds[i]) : cuptiActivityDisable(traced_kinds[i]);
-    if (r != CUPTI_SUCCESS) report_error(on ? "cuptiActivityEnable" : "cuptiActivityDisable", r);
+  if (on && !attached) {
+    attached = start_tracing();
+    if (attached && duty_detach) subscribe();
+  } else {
+    set_kinds(on);
   }
   uint64_t took = monotonic_ns() - t0;
-  if (on) cuptiGetTimestamp(&stamp);
+  if (on) {
+    if (!attached) return; /* attaching failed (reported): tracing stays off */
+    cuptiGetTimestamp(&stamp);
+  }
   mark(on ? CHUNK_TRACE_ON : CHUNK_TRACE_OFF, stamp, took);
+  if (!on && duty_detach && subscriber != NULL && detach()) attached = 0;
 }
 
 static void *duty_loop(void *arg) {
@@ -494,13 +622,21 @@ static void *duty_loop(void *arg) {
   return NULL;
 }
 
-static void start_duty(void) {
+/* Parse $ARCHLINE_CUPTI_DUTY_MS (and the mode); returns 1 if a duty cycle is asked for. */
+static int duty_config(void) {
   const char *env = getenv("ARCHLINE_CUPTI_DUTY_MS");
-  if (env == NULL || env[0] == '\0') return;
+  if (env == NULL || env[0] == '\0') return 0;
   long on = 0, period = 0;
-  if (sscanf(env, "%ld,%ld", &on, &period) != 2 || on <= 0 || period <= on) return;
+  if (sscanf(env, "%ld,%ld", &on, &period) != 2 || on <= 0 || period <= on) return 0;
   duty_on_ms = on;
   duty_period_ms = period;
+  const char *mode = getenv("ARCHLINE_CUPTI_DUTY_MODE");
+  duty_detach = !(mode != NULL && strcmp(mode, "disable") == 0);
+  return 1;
+}
+
+static void start_duty(void) {
+  if (duty_detach && !subscribe()) duty_detach = 0;
   uint64_t stamp = 0;
   cuptiGetTimestamp(&stamp);
   mark(CHUNK_TRACE_ON, stamp, 0);
@@ -519,10 +655,11 @@ static void at_exit(void) {
   stop_duty();
   stop_flusher();
   if (out_fd < 0) return;
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  /* Detached by the duty cycle: any CUPTI call would attach it again, and nothing is pending. */
+  if (attached) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   pthread_mutex_lock(&out_mu);
   flush_acts();
-  clock_pairs(CHUNK_CLOCK_END);
+  if (attached) clock_pairs(CHUNK_CLOCK_END);
   if (out_fd >= 0) close(out_fd);
   out_fd = -1;
   pthread_mutex_unlock(&out_mu);
@@ -566,9 +703,10 @@ int InitializeInjection(void) {
   owner_pid = getpid();
   clock_pairs(CHUNK_CLOCK_START);
   pthread_mutex_unlock(&out_mu);
+  int duty = duty_config();
   if (start_tracing()) {
-    start_flusher();
-    start_duty();
+    if (duty) start_duty(); /* first: it falls back to disable mode if it cannot subscribe */
+    if (!(duty && duty_detach)) start_flusher();
   }
   atexit(at_exit);
   return 1;

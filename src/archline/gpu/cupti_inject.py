@@ -188,8 +188,13 @@ class InjectionTrace:
     #: With a duty cycle: the host-clock intervals (s) in which kernels and copies were traced;
     #: None when tracing was on throughout.
     traced: list[tuple[float, float]] | None = None
-    #: With a duty cycle: seconds each switch of tracing (enable or disable calls) took.
+    #: With a duty cycle: seconds each switch of tracing took (enable or disable calls; attaching CUPTI).
     switch_s: list[float] = field(default_factory=list)
+    #: Duty cycle in detach mode: seconds cuptiFinalize held the program's thread, per detach.
+    detach_s: list[float] = field(default_factory=list)
+    #: Duty cycle in detach mode: seconds from asking for each detach to its end (the program's
+    #: next CUDA call comes in between).
+    detach_wait_s: list[float] = field(default_factory=list)
 
 
 # The binary format of cupti_inject.c (its header comment describes it).
@@ -207,6 +212,7 @@ class ChunkType(enum.IntEnum):
     ERROR = 6
     TRACE_ON = 7
     TRACE_OFF = 8
+    DETACH = 9
 
 
 class ActivityType(enum.IntEnum):
@@ -360,7 +366,11 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 if count * 24 > nbytes:
                     raise ValueError(f"{count} clock pairs do not fit in {nbytes} bytes")
                 vals = np.frombuffer(data, "<u8", 3 * count, body).reshape(count, 3).tolist()
-                (start if kind == ChunkType.CLOCK_START else end).extend(ClockPair(a, d, b) for a, d, b in vals)
+                pairs = [ClockPair(a, d, b) for a, d, b in vals]
+                if kind == ChunkType.CLOCK_START:
+                    start.extend(pairs)
+                else:
+                    end = pairs  # written again at each detach: the last set counts
             elif kind == ChunkType.ACTIVITIES:
                 if count * ACTIVITY_DTYPE.itemsize != nbytes:
                     raise ValueError(f"{count} activity records do not fill {nbytes} bytes")
@@ -382,6 +392,12 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
                 marks.extend((int(ns), on) for ns, _ in vals)
                 out.switch_s.extend(took * 1e-9 for _, took in vals if took)
+            elif kind == ChunkType.DETACH:
+                if count * 16 > nbytes:
+                    raise ValueError(f"{count} detach records do not fit in {nbytes} bytes")
+                vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
+                out.detach_wait_s.extend(w * 1e-9 for w, _ in vals)
+                out.detach_s.extend(f * 1e-9 for _, f in vals)
             # Other chunk types come from a newer library: skipped.
         except ValueError as exc:
             raise TraceError(path, f"malformed injection chunk at byte {pos} ({exc})") from None
