@@ -2,12 +2,14 @@
 
 Usage (GPU machine):
     python benchmarks/bench_run_overhead.py [--gpu 0] [--reps 5] [--out DIR]
-        [--workloads gemm,small,torch] [--modes sensors,python,inject]
+        [--workloads gemm,small,torch,launch] [--modes sensors,python,inject,duty]
+        [--duty 0.3/3] [--duty-mode detach] [--min-block-s 0]
 
 Target: every figure < 3 %. Each figure is the change of a median time against the median
 without recording, over ``--reps`` alternating repetitions. Workloads: a cuBLAS GEMM loop (few,
-long kernels), a loop of 40 000 elementwise ~10 µs kernels (CUPTI's worst case) and, if torch
-is installed, a small transformer's training steps.
+long kernels), a loop of 40 000 elementwise ~10 µs kernels (CUPTI's worst case), if torch
+is installed a small transformer's training steps, and a launch-bound loop of 20 000 ~5 µs
+kernels of two kinds (``launch``, the program of benchmarks/validate_duty.py in small).
 
 * In-process (``archline run --tracer python``): the workload runs in this interpreter, timed
   by the host clock around its synchronised block, without recording, under the sensors only
@@ -17,6 +19,12 @@ is installed, a small transformer's training steps.
   the sensors with the injection library (``inject``), so process start-up is in every run. Two
   figures: the child's wall time (start-up, CUDA and CUPTI initialisation and the final flush
   included) and the block the child times itself; PASS needs both < 3 %.
+* ``duty``: as ``inject``, with duty-cycled tracing (``--duty`` ON/PERIOD seconds, ``--duty-mode``
+  as ``archline run --trace-duty-mode``). A duty cycle needs blocks of several periods:
+  ``--min-block-s`` repeats each workload's loop in the block until it lasts that long (the same
+  count in every mode). It also splits the cost: the child stamps the end of each loop, and the
+  loops wholly inside traced periods and wholly outside them are compared with the loops run
+  without recording (``traced`` and ``untraced`` figures, informative, not pass/fail).
 
 Prints every figure with PASS/FAIL; exits 0 only if all pass.
 """
@@ -24,7 +32,9 @@ Prints every figure with PASS/FAIL; exits 0 only if all pass.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -34,12 +44,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from archline.errors import CUPTIUnavailableError
 from archline.measurement.attribute_api import Attribution
 
 LIMIT = 0.03
-MODES = ("sensors", "python", "inject")
+MODES = ("sensors", "python", "inject", "duty")
 Workload = tuple[str, Callable[[], None]]
 
 
@@ -96,10 +107,37 @@ def torch_workload() -> Workload | None:
     return "transformer training, 20 steps", run
 
 
+def launch_bound_workload() -> Workload:
+    import cupy as cp
+    import numpy as np
+
+    x = cp.random.random(1 << 16, dtype=cp.float32)
+    y = cp.empty_like(x)
+    heavy = cp.ElementwiseKernel(
+        "float32 x",
+        "float32 y",
+        "float a = x; for (int i = 0; i < 256; ++i) { a = a * 0.9999f + 0.25f; } y = a;",
+        "archline_heavy",
+    )
+    light = cp.ElementwiseKernel("float32 x", "float32 y", "y = x + 1.0f", "archline_light")
+    plan = (np.random.default_rng(1).random(20000) < 0.5).tolist()
+
+    def run() -> None:
+        for h in plan:
+            if h:
+                heavy(x, y)
+            else:
+                light(x, y)
+        cp.cuda.Device().synchronize()
+
+    return "20 000 launch-bound ~5 µs kernels of two kinds", run
+
+
 WORKLOADS: dict[str, Callable[[], Workload | None]] = {
     "gemm": gemm_workload,
     "small": small_kernel_workload,
     "torch": torch_workload,
+    "launch": launch_bound_workload,
 }
 
 
@@ -109,14 +147,21 @@ def timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def child_main(name: str) -> int:
-    """The workload alone, as a child process: warm up, time one block, print it as JSON."""
+def child_main(name: str, loops: int) -> int:
+    """The workload alone, as a child process: warm up, time one block of ``loops`` loops, print it as JSON
+    with the Unix time (ns) at the block's start and at the end of each loop."""
     load = WORKLOADS[name]()
     if load is None:
         return 3
     _, fn = load
     fn()
-    print(json.dumps({"block_s": timed(fn)}), flush=True)
+    stamps = [time.time_ns()]
+    t0 = time.perf_counter()
+    for _ in range(loops):
+        fn()
+        stamps.append(time.time_ns())
+    block = time.perf_counter() - t0
+    print(json.dumps({"block_s": block, "stamps_ns": stamps}), flush=True)
     return 0
 
 
@@ -139,6 +184,7 @@ class Figure:
 @dataclass
 class Summary:
     figures: dict[str, list[float]] = field(default_factory=dict)
+    splits: dict[str, dict[str, float]] = field(default_factory=dict)
     failed: bool = False
 
     def add(self, mode: str, fig: Figure) -> None:
@@ -180,61 +226,136 @@ def in_process(fn: Callable[[], None], modes: list[str], gpu: int, reps: int, ou
         print(fig.line())
 
 
-def _run_child(name: str, env: dict[str, str]) -> tuple[float, float]:
+@dataclass
+class ChildRun:
+    wall_s: float
+    block_s: float
+    stamps_ns: list[int]
+
+    def loops_s(self) -> list[tuple[float, float]]:
+        """(start, end) Unix seconds of each loop of the block."""
+        t = [s * 1e-9 for s in self.stamps_ns]
+        return list(itertools.pairwise(t))
+
+
+def _run_child(name: str, env: dict[str, str], loops: int) -> ChildRun:
     t0 = time.perf_counter()
     res = subprocess.run(
-        [sys.executable, __file__, "--child", name], env=env, stdout=subprocess.PIPE, text=True, check=True
+        [sys.executable, __file__, "--child", name, "--loops", str(loops)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
     )
     wall = time.perf_counter() - t0
-    return wall, float(json.loads(res.stdout.strip().splitlines()[-1])["block_s"])
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    return ChildRun(wall, float(out["block_s"]), [int(x) for x in out.get("stamps_ns", [])])
 
 
-def as_child(name: str, modes: list[str], gpu: int, reps: int, out: Path, summary: Summary) -> None:
+def split_by_tracing(
+    runs: list[ChildRun], traced: list[list[tuple[float, float]]], base_loop_s: float
+) -> dict[str, float]:
+    """How much slower the loops wholly inside traced periods, and wholly outside them, ran than
+    ``base_loop_s`` (the median loop without recording): {"traced": change, "untraced": change, counts}."""
+    inside: list[float] = []
+    outside: list[float] = []
+    for run, iv in zip(runs, traced, strict=True):
+        for a, b in run.loops_s():
+            if any(lo <= a and b <= hi for lo, hi in iv):
+                inside.append(b - a)
+            elif not any(a < hi and lo < b for lo, hi in iv):
+                outside.append(b - a)
+    out: dict[str, float] = {"n_traced": float(len(inside)), "n_untraced": float(len(outside))}
+    if inside:
+        out["traced"] = statistics.median(inside) / base_loop_s - 1.0
+    if outside:
+        out["untraced"] = statistics.median(outside) / base_loop_s - 1.0
+    return out
+
+
+def as_child(
+    name: str,
+    modes: list[str],
+    gpu: int,
+    reps: int,
+    out: Path,
+    summary: Summary,
+    loops: int = 1,
+    duty: tuple[int, int, str] | None = None,
+) -> None:
     from archline.gpu.cupti_inject import build_injection, injection_env, read_injection_output
 
     env = dict(os.environ)
     lib: Path | None = None
     skipped: str | None = None
-    if "inject" in modes:
+    if "inject" in modes or "duty" in modes:
         try:
             lib = build_injection()
         except CUPTIUnavailableError as exc:
             skipped = str(exc)
-    _run_child(name, env)  # warm up: kernel caches, page cache
-    base: list[tuple[float, float]] = []
-    times: dict[str, list[tuple[float, float]]] = {m: [] for m in modes if m in ("sensors", "inject")}
-    traced = None
+    duty_env: dict[str, str] = {}
+    if duty is not None:
+        duty_env = {"ARCHLINE_CUPTI_DUTY_MS": f"{duty[0]},{duty[1]}", "ARCHLINE_CUPTI_DUTY_MODE": duty[2]}
+    _run_child(name, env, 1)  # warm up: kernel caches, page cache
+    base: list[ChildRun] = []
+    times: dict[str, list[ChildRun]] = {m: [] for m in modes if m in ("sensors", "inject", "duty")}
+    traced: dict[str, Any] = {}
+    intervals: list[list[tuple[float, float]]] = []
     for rep in range(reps):
-        base.append(_run_child(name, env))
+        base.append(_run_child(name, env, loops))
         if "sensors" in times:
             with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
-                times["sensors"].append(_run_child(name, env))
-        if "inject" in times and lib is not None:
-            d = out / f"inject-{name}-{rep}"
+                times["sensors"].append(_run_child(name, env, loops))
+        for mode in ("inject", "duty"):
+            if mode not in times or lib is None:
+                continue
+            d = out / f"{mode}-{name}-{rep}"
             d.mkdir(parents=True, exist_ok=True)
+            extra = duty_env if mode == "duty" else {}
             with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
-                times["inject"].append(_run_child(name, {**env, **injection_env(lib, d)}))
-            traced = read_injection_output(d)
-    walls, blocks = [w for w, _ in base], [b for _, b in base]
+                times[mode].append(_run_child(name, {**env, **injection_env(lib, d), **extra}, loops))
+            traced[mode] = read_injection_output(d)
+            if mode == "duty":
+                intervals.append(traced[mode].traced or [])
+    walls, blocks = [r.wall_s for r in base], [r.block_s for r in base]
     w, b = statistics.median(walls), statistics.median(blocks)
     print(
-        f"child process: wall {w:.2f} s, block {b * 1e3:.1f} ms (spread {100 * (max(blocks) - min(blocks)) / b:.1f} %)"
+        f"child process ({loops} loop{'s' if loops > 1 else ''}): wall {w:.2f} s, block {b * 1e3:.1f} ms "
+        f"(spread {100 * (max(blocks) - min(blocks)) / b:.1f} %)"
     )
     for mode, ts in times.items():
         if not ts:
             print(f"  {mode}: not measured ({skipped})")
             continue
-        changes = {"wall": _change([t for t, _ in ts], walls), "block": _change([t for _, t in ts], blocks)}
+        changes = {"wall": _change([r.wall_s for r in ts], walls), "block": _change([r.block_s for r in ts], blocks)}
         if mode == "sensors":
             fig = Figure("sensors only", changes)
         else:
-            n = len(traced.records) if traced is not None else 0
-            why = "; ".join(traced.errors) if traced is not None and traced.errors else ""
-            detail = f"{n} records" + (f", {traced.dropped} dropped" if traced and traced.dropped else "")
-            fig = Figure("sensors + injection library (inject)", changes, detail + (f" ({why})" if why else ""))
+            tr = traced.get(mode)
+            n = len(tr.records) if tr is not None else 0
+            why = "; ".join(tr.errors) if tr is not None and tr.errors else ""
+            detail = f"{n} records" + (f", {tr.dropped} dropped" if tr and tr.dropped else "")
+            label = "sensors + injection library (inject)"
+            if mode == "duty" and duty is not None:
+                label = f"sensors + injection, duty {duty[0] / 1e3:g}/{duty[1] / 1e3:g} s {duty[2]}"
+                if tr is not None and tr.detach_s:
+                    detail += f", finalize median {1e3 * statistics.median(tr.detach_s):.2f} ms"
+                if tr is not None and tr.switch_s:
+                    detail += f", switch max {1e3 * max(tr.switch_s):.1f} ms"
+            fig = Figure(label, changes, detail + (f" ({why})" if why else ""))
             fig.ok = n > 0
         summary.add(mode, fig)
         print(fig.line())
+        if mode == "duty" and loops > 1:
+            loop_base = statistics.median(x[1] - x[0] for r in base for x in r.loops_s())
+            split = split_by_tracing(ts, intervals, loop_base)
+            summary.splits[name] = split
+            parts = [
+                f"{k} loops {100 * split[k]:+.2f} % (n={int(split['n_' + k])})"
+                for k in ("traced", "untraced")
+                if k in split
+            ]
+            print(f"    per loop vs no recording: {', '.join(parts)}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,15 +365,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="keep the run directories and traces here")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help=f"from {','.join(WORKLOADS)}")
     ap.add_argument("--modes", default=",".join(MODES), help=f"from {','.join(MODES)}")
+    ap.add_argument("--duty", default="0.3/3", help="ON/PERIOD seconds for the duty mode")
+    ap.add_argument("--duty-mode", default="detach", help="detach or disable (archline run --trace-duty-mode)")
+    ap.add_argument(
+        "--min-block-s", type=float, default=0.0, help="repeat each workload's loop in a block lasting at least this"
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--loops", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        return child_main(args.child)
+        return child_main(args.child, args.loops)
     names = [w for w in args.workloads.split(",") if w]
     modes = [m for m in args.modes.split(",") if m]
     bad = [w for w in names if w not in WORKLOADS] + [m for m in modes if m not in MODES]
     if bad:
         ap.error(f"unknown workloads or modes: {', '.join(bad)}")
+    from archline.cli.run_cmd import DUTY_MODES, parse_duty
+
+    if args.duty_mode not in DUTY_MODES:
+        ap.error(f"--duty-mode: one of {', '.join(DUTY_MODES)}")
+    on_ms, period_ms = parse_duty(args.duty)
+    duty = (on_ms, period_ms, args.duty_mode)
     # The sensors read NVML GPU --gpu; show CUDA (here and in the children) the same GPU.
     if "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
@@ -267,14 +400,19 @@ def main(argv: list[str] | None = None) -> int:
         title, fn = load
         print(f"== {title}")
         fn()  # warm up (JIT, cuBLAS handles, allocator)
-        in_process(fn, modes, args.gpu, args.reps, out, summary)
-        if "sensors" in modes or "inject" in modes:
-            as_child(name, modes, args.gpu, args.reps, out, summary)
+        loops = max(1, math.ceil(args.min_block_s / timed(fn))) if args.min_block_s > 0 else 1
+        if "sensors" in modes or "python" in modes:
+            in_process(fn, modes, args.gpu, args.reps, out, summary)
+        if any(m in modes for m in ("sensors", "inject", "duty")):
+            as_child(name, modes, args.gpu, args.reps, out, summary, loops, duty)
     worst = ", ".join(
         f"{m} {100 * max(v):+.2f} % {'PASS' if max(v) < LIMIT else 'FAIL'}" for m, v in summary.figures.items()
     )
     print(f"worst per mode: {worst}")
     print(f"overall: {'FAIL' if summary.failed else 'PASS'} (every figure < {100 * LIMIT:.0f} %); runs in {out}")
+    (out / "overhead_summary.json").write_text(
+        json.dumps({"figures": summary.figures, "splits": summary.splits, "failed": summary.failed}, indent=1)
+    )
     return 1 if summary.failed else 0
 
 

@@ -14,6 +14,7 @@ __all__ = [
     "PermissionDeniedError",
     "RunDirError",
     "SensorError",
+    "TooLittleTracedError",
     "TraceError",
     "UnknownNameError",
     "UnsupportedArchitectureError",
@@ -94,6 +95,10 @@ class PermissionDeniedError(ArchlineError):
 
 class SensorError(ArchlineError):
     """A power sensor misbehaved or returned data that cannot be used."""
+
+
+class TooLittleTracedError(SensorError):
+    """Duty-cycled tracing left too few of the energy counter's windows inside traced periods to fit."""
 
 
 class BenchmarkError(ArchlineError):

@@ -435,6 +435,21 @@ def test_trace_duty_marks_reach_the_run_and_its_notes(injecting_gpu, tmp_path, m
     assert 0 < int(rows["child_kernel"]["calls"]) < 300
 
 
+def test_too_little_traced_time_keeps_the_run_as_one_whole_program_row(injecting_gpu, tmp_path):
+    p = tmp_path / "child.py"
+    p.write_text(CHILD_SCRIPT)
+    out = tmp_path / "run"
+    args = ["run", "--tracer", "inject", "--trace-duty", "0.01/0.5", "-o", str(out), "--", str(p), "150", "0"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    assert rd.manifest.status == "complete"
+    (note,) = [n for n in rd.manifest.notes if n.startswith("per-kernel rows unavailable")]
+    assert "lie inside the traced intervals" in note and note.endswith("whole-program energy only")
+    rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
+    assert "[whole program]" in rows and "child_kernel" not in rows
+
+
 def test_trace_duty_mode_is_checked(fake_gpu, script, tmp_path):
     res = CliRunner().invoke(
         app, ["run", "--trace-duty", "0.25/1", "--trace-duty-mode", "off", "--", str(script), "2", "0"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from archline.errors import ArchlineError
+from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.activity import ActivityRecord, demangle
 from archline.measurement.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribution_io import ChunkWriter, save_raw
@@ -283,13 +283,21 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         error: ArchlineError | None = tracer_error
         if error is None:
             try:
-                self.result = attribute_energy(
-                    self.recording,
-                    self.activities,
-                    program_span=self.program_span,
-                    options=self.options,
-                    traced=self.traced if self._whole_reason is None else None,
-                )
+                try:
+                    self.result = attribute_energy(
+                        self.recording,
+                        self.activities,
+                        program_span=self.program_span,
+                        options=self.options,
+                        traced=self.traced if self._whole_reason is None else None,
+                    )
+                except TooLittleTracedError as exc:
+                    # Duty-cycled tracing saw too little to fit: keep the run, as one whole-program row.
+                    self.notes.append(f"per-kernel rows unavailable: {exc}; whole-program energy only")
+                    self.activities = [ActivityRecord(WHOLE_PROGRAM, self._t0, t1, kind="program")]
+                    self.result = attribute_energy(
+                        self.recording, self.activities, program_span=self.program_span, options=self.options
+                    )
             except ArchlineError as exc:
                 error = exc
                 self.notes.append(f"attribution failed: {exc}")

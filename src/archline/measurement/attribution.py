@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from archline.errors import SensorError
+from archline.errors import SensorError, TooLittleTracedError
 from archline.measurement.activity import ActivityRecord
 from archline.measurement.attribution_design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
 from archline.measurement.attribution_fit import PowerFit, block_bootstrap, fit_powers
@@ -215,7 +215,7 @@ def attribute_energy(
             a0, b0 = a - t_ref + opts.trace_settle_s, b - t_ref
             keep |= (edges[:-1] >= a0) & (edges[1:] <= b0)
         if int(keep.sum()) < 3:
-            raise SensorError(
+            raise TooLittleTracedError(
                 f"only {int(keep.sum())} of the energy counter's {len(y)} windows lie inside the traced "
                 "intervals; trace longer (a larger duty cycle or a longer program)"
             )
