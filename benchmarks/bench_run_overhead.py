@@ -25,6 +25,10 @@ kernels of two kinds (``launch``, the program of benchmarks/validate_duty.py in 
   count in every mode). It also splits the cost: the child stamps the end of each loop, and the
   loops wholly inside traced periods and wholly outside them are compared with the loops run
   without recording (``traced`` and ``untraced`` figures, informative, not pass/fail).
+* ``once``: as ``duty``, but CUPTI is detached after the first ON period and never attached again:
+  whether a detached CUPTI leaves any cost behind.
+In the child-process runs the order of the modes rotates from one repetition to the next, so
+that a drift of the GPU's clocks or temperature does not fall on one mode.
 
 Prints every figure with PASS/FAIL; exits 0 only if all pass.
 """
@@ -50,7 +54,7 @@ from archline.errors import CUPTIUnavailableError
 from archline.measurement.attribute_api import Attribution
 
 LIMIT = 0.03
-MODES = ("sensors", "python", "inject", "duty")
+MODES = ("sensors", "python", "inject", "duty", "once")
 Workload = tuple[str, Callable[[], None]]
 
 
@@ -185,6 +189,7 @@ class Figure:
 class Summary:
     figures: dict[str, list[float]] = field(default_factory=dict)
     splits: dict[str, dict[str, float]] = field(default_factory=dict)
+    blocks: dict[str, list[dict[str, float]]] = field(default_factory=dict)
     failed: bool = False
 
     def add(self, mode: str, fig: Figure) -> None:
@@ -288,35 +293,42 @@ def as_child(
     env = dict(os.environ)
     lib: Path | None = None
     skipped: str | None = None
-    if "inject" in modes or "duty" in modes:
+    if any(m in modes for m in ("inject", "duty", "once")):
         try:
             lib = build_injection()
         except CUPTIUnavailableError as exc:
             skipped = str(exc)
     duty_env: dict[str, str] = {}
+    once_env: dict[str, str] = {}
     if duty is not None:
         duty_env = {"ARCHLINE_CUPTI_DUTY_MS": f"{duty[0]},{duty[1]}", "ARCHLINE_CUPTI_DUTY_MODE": duty[2]}
+        once_env = {"ARCHLINE_CUPTI_DUTY_MS": f"{duty[0]},{10**9}", "ARCHLINE_CUPTI_DUTY_MODE": "detach"}
     _run_child(name, env, 1)  # warm up: kernel caches, page cache
     base: list[ChildRun] = []
-    times: dict[str, list[ChildRun]] = {m: [] for m in modes if m in ("sensors", "inject", "duty")}
+    times: dict[str, list[ChildRun]] = {m: [] for m in modes if m in ("sensors", "inject", "duty", "once")}
     traced: dict[str, Any] = {}
-    intervals: list[list[tuple[float, float]]] = []
+    intervals: dict[str, list[list[tuple[float, float]]]] = {}
+    order = ["none", *times]
     for rep in range(reps):
-        base.append(_run_child(name, env, loops))
-        if "sensors" in times:
-            with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
-                times["sensors"].append(_run_child(name, env, loops))
-        for mode in ("inject", "duty"):
-            if mode not in times or lib is None:
-                continue
-            d = out / f"{mode}-{name}-{rep}"
-            d.mkdir(parents=True, exist_ok=True)
-            extra = duty_env if mode == "duty" else {}
-            with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
-                times[mode].append(_run_child(name, {**env, **injection_env(lib, d), **extra}, loops))
-            traced[mode] = read_injection_output(d)
-            if mode == "duty":
-                intervals.append(traced[mode].traced or [])
+        k = rep % len(order)
+        for mode in order[k:] + order[:k]:
+            if mode == "none":
+                base.append(_run_child(name, env, loops))
+            elif mode == "sensors":
+                with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
+                    times["sensors"].append(_run_child(name, env, loops))
+            elif lib is not None:
+                d = out / f"{mode}-{name}-{rep}"
+                d.mkdir(parents=True, exist_ok=True)
+                extra = {"inject": {}, "duty": duty_env, "once": once_env}[mode]
+                with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
+                    times[mode].append(_run_child(name, {**env, **injection_env(lib, d), **extra}, loops))
+                traced[mode] = read_injection_output(d)
+                if mode in ("duty", "once"):
+                    intervals.setdefault(mode, []).append(traced[mode].traced or [])
+        done = {m: (base if m == "none" else times[m])[-1].block_s for m in order}
+        print(f"  rep {rep}: " + ", ".join(f"{m} {t:.3f} s" for m, t in done.items()), flush=True)
+        summary.blocks.setdefault(name, []).append(done)
     walls, blocks = [r.wall_s for r in base], [r.block_s for r in base]
     w, b = statistics.median(walls), statistics.median(blocks)
     print(
@@ -336,6 +348,8 @@ def as_child(
             why = "; ".join(tr.errors) if tr is not None and tr.errors else ""
             detail = f"{n} records" + (f", {tr.dropped} dropped" if tr and tr.dropped else "")
             label = "sensors + injection library (inject)"
+            if mode == "once" and duty is not None:
+                label = f"sensors + injection, detached after {duty[0] / 1e3:g} s"
             if mode == "duty" and duty is not None:
                 label = f"sensors + injection, duty {duty[0] / 1e3:g}/{duty[1] / 1e3:g} s {duty[2]}"
                 if tr is not None and tr.detach_s:
@@ -344,12 +358,13 @@ def as_child(
                     detail += f", switch max {1e3 * max(tr.switch_s):.1f} ms"
             fig = Figure(label, changes, detail + (f" ({why})" if why else ""))
             fig.ok = n > 0
-        summary.add(mode, fig)
+        if mode != "once":  # a diagnostic, not a figure to pass
+            summary.add(mode, fig)
         print(fig.line())
-        if mode == "duty" and loops > 1:
+        if mode in ("duty", "once") and loops > 1:
             loop_base = statistics.median(x[1] - x[0] for r in base for x in r.loops_s())
-            split = split_by_tracing(ts, intervals, loop_base)
-            summary.splits[name] = split
+            split = split_by_tracing(ts, intervals[mode], loop_base)
+            summary.splits[f"{name} {mode}"] = split
             parts = [
                 f"{k} loops {100 * split[k]:+.2f} % (n={int(split['n_' + k])})"
                 for k in ("traced", "untraced")
@@ -403,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         loops = max(1, math.ceil(args.min_block_s / timed(fn))) if args.min_block_s > 0 else 1
         if "sensors" in modes or "python" in modes:
             in_process(fn, modes, args.gpu, args.reps, out, summary)
-        if any(m in modes for m in ("sensors", "inject", "duty")):
+        if any(m in modes for m in ("sensors", "inject", "duty", "once")):
             as_child(name, modes, args.gpu, args.reps, out, summary, loops, duty)
     worst = ", ".join(
         f"{m} {100 * max(v):+.2f} % {'PASS' if max(v) < LIMIT else 'FAIL'}" for m, v in summary.figures.items()
@@ -411,7 +426,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"worst per mode: {worst}")
     print(f"overall: {'FAIL' if summary.failed else 'PASS'} (every figure < {100 * LIMIT:.0f} %); runs in {out}")
     (out / "overhead_summary.json").write_text(
-        json.dumps({"figures": summary.figures, "splits": summary.splits, "failed": summary.failed}, indent=1)
+        json.dumps(
+            {
+                "figures": summary.figures,
+                "splits": summary.splits,
+                "blocks_s": summary.blocks,
+                "failed": summary.failed,
+            },
+            indent=1,
+        )
     )
     return 1 if summary.failed else 0
 
