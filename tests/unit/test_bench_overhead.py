@@ -26,7 +26,7 @@ def test_loops_inside_and_outside_traced_periods_are_compared_with_the_baseline(
     stamps = [0.0]
     while stamps[-1] < 3.0:
         a = stamps[-1]
-        traced = 1.0 <= a and a + 0.116 <= 1.5
+        traced = a >= 1.0 and a + 0.116 <= 1.5
         stamps.append(a + (0.116 if traced else 0.1005))
     run = bench.ChildRun(wall_s=4.0, block_s=stamps[-1], stamps_ns=[round(t * 1e9) for t in stamps])
     split = bench.split_by_tracing([run], [[(1.0, 1.5)]], base_loop_s=0.1)
