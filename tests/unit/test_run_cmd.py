@@ -466,3 +466,25 @@ def test_trace_duty_needs_the_injection_tracer(fake_gpu, script, tmp_path):
     assert res.exit_code == 2
     assert "--trace-duty needs the injection tracer" in res.output
     assert "Traceback" not in res.output
+
+
+def test_a_launch_bound_program_gets_a_note_pointing_to_duty_cycling():
+    from archline.measurement.attribute_api import launch_bound_note
+    from archline.measurement.attribution_result import KernelRow
+
+    def row(name, kind, calls, time_s):
+        nan = float("nan")
+        return KernelRow(name, kind, calls, time_s, 1.0, 1.0, 1.0, 0.1, nan, nan, nan, "regression")
+
+    class Result:
+        def __init__(self, rows):
+            self.table = rows
+
+    launchy = Result([row("k", "kernel", 20000, 0.1), row("(launch gaps)", "gap", 20000, 0.5)])
+    note = launch_bound_note(launchy, (0.0, 1.0), duty_cycled=False)
+    assert note is not None and "between 20000 kernel launches for 50 % of the program" in note
+    assert "--trace-duty 0.3/6" in note
+    assert launch_bound_note(launchy, (0.0, 1.0), duty_cycled=True) is None
+    assert launch_bound_note(launchy, (0.0, 2.0), duty_cycled=False) is None  # 25 % of the span
+    few = Result([row("(launch gaps)", "gap", 500, 0.9)])
+    assert launch_bound_note(few, (0.0, 1.0), duty_cycled=False) is None

@@ -13,13 +13,14 @@ from typing import Any, Protocol
 from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.activity import ActivityRecord, demangle
 from archline.measurement.attribution import AttributionOptions, attribute_energy
+from archline.measurement.attribution_design import GAP_NAMES
 from archline.measurement.attribution_io import ChunkWriter, save_raw
 from archline.measurement.attribution_result import AttributionResult, KernelTable
 from archline.measurement.recording import Recording
 from archline.records import Manifest, RunDir, RunStatus
 from archline.sensors.base import Clock, PowerSource, SystemClock
 
-__all__ = ["SOURCES", "Attribution", "Backend", "Tracer", "attribute", "nvml_backend"]
+__all__ = ["SOURCES", "Attribution", "Backend", "Tracer", "attribute", "launch_bound_note", "nvml_backend"]
 
 #: The sensor channels an attribution records.
 SOURCES = ("nvml.buffer", "nvml.energy")
@@ -80,6 +81,32 @@ def nvml_backend() -> Backend:
         return KernelTracer(on_batch=on_batch)
 
     return Backend(open_sources, static, state, tracer)
+
+
+#: A program counts as launch-bound when its launch gaps fill this share of its span, over at least
+#: LAUNCH_BOUND_MIN_GAPS gaps.
+LAUNCH_BOUND_SHARE = 0.3
+LAUNCH_BOUND_MIN_GAPS = 10_000
+
+
+def launch_bound_note(
+    result: AttributionResult | None, program_span: tuple[float, float] | None, *, duty_cycled: bool
+) -> str | None:
+    """A note for a fully traced program whose GPU mostly waited on kernel launches, which is where
+    tracing slows a program down; None otherwise."""
+    if result is None or program_span is None or duty_cycled:
+        return None
+    span = program_span[1] - program_span[0]
+    gaps = [r for r in result.table if r.name == GAP_NAMES["launch"]]
+    calls = sum(r.calls for r in gaps)
+    busy = sum(r.time_s for r in gaps)
+    if span <= 0 or calls < LAUNCH_BOUND_MIN_GAPS or busy < LAUNCH_BOUND_SHARE * span:
+        return None
+    return (
+        f"launch-bound: the GPU waited between {calls} kernel launches for {100 * busy / span:.0f} % of the "
+        "program; CUPTI's cost per launch slows such programs down (measured in docs/attribution.md); "
+        "archline run --trace-duty 0.3/6 traces 5 % of the time instead"
+    )
 
 
 class Attribution(contextlib.AbstractContextManager["Attribution"]):
@@ -301,6 +328,10 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             except ArchlineError as exc:
                 error = exc
                 self.notes.append(f"attribution failed: {exc}")
+            else:
+                hint = launch_bound_note(self.result, self.program_span, duty_cycled=self.traced is not None)
+                if hint:
+                    self.notes.append(hint)
         if self.status == "running":
             self.status = "failed" if error is not None else "complete"
         self._write()
