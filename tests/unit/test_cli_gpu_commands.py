@@ -136,6 +136,27 @@ def test_monitor_records_every_source_to_a_trace(monkeypatch: pytest.MonkeyPatch
     assert fake.state["init"] == 0  # every NVML session was closed
 
 
+def test_monitor_all_closes_the_gpus_it_opened_when_a_later_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from tests.helpers.fake_nvml import NVMLError, make_fake_nvml
+
+    fake = make_fake_nvml(count=2)
+    opened = fake.nvmlDeviceGetHandleByIndex
+
+    def second_is_lost(i: int) -> str:
+        if i == 1:
+            raise NVMLError(fake.NVML_ERROR_GPU_IS_LOST)
+        return opened(i)
+
+    monkeypatch.setattr(fake, "nvmlDeviceGetHandleByIndex", second_is_lost)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    res = CliRunner().invoke(app, ["monitor", "--gpu", "all", "--duration", "0.3"])
+    assert res.exit_code != 0
+    _one_line_error(res)
+    assert fake.state["init"] == 0  # GPU 0's NVML session was closed too
+
+
 def test_measure_passes_a_signal_death_through_as_128_plus_n(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 

@@ -83,20 +83,32 @@ def register(app: typer.Typer) -> None:
         if duration < 0:
             raise InputError("--duration must be ≥ 0")
         gpus = _gpus(gpu)
-        samplers = {g: Sampler(open_sources(g), settle_s=0.05).start() for g in gpus}
-        t0 = time.time()
+        samplers: dict[int, Sampler] = {}
+        recs = {}
         interrupted = False
         try:
+            for g in gpus:
+                sources = open_sources(g)
+                try:
+                    samplers[g] = Sampler(sources, settle_s=0.05).start()
+                except BaseException:
+                    for src in sources:
+                        src.close()
+                    raise
+            t0 = time.time()
             with Live(_view(samplers, t0), console=console, refresh_per_second=4) as live:
                 while duration == 0 or time.time() - t0 < duration:
                     time.sleep(0.25)
                     live.update(_view(samplers, t0))
         except KeyboardInterrupt:
             interrupted = True
-        recs = {}
-        for g, s in samplers.items():
-            recs[g] = s.stop()
-            s.close()
+        finally:
+            # Every GPU opened so far is closed, also when a later one failed to open.
+            for g, s in samplers.items():
+                try:
+                    recs[g] = s.stop()
+                finally:
+                    s.close()
         if output is not None:
             for g, rec in recs.items():
                 path = output if len(gpus) == 1 else output.with_name(f"{output.stem}.gpu{g}{output.suffix or '.csv'}")
