@@ -91,7 +91,20 @@ def test_sensor_fit_reports_the_model_and_saves_a_profile(tmp_path: Path, monkey
     cal = calibration_loads()
     trace, wins = _files(tmp_path, cal, SimulatedSensor.part_time(0.1, 0.025, noise_w=0.3))
     res = runner.invoke(
-        app, ["sensor", "fit", str(trace), "--windows", str(wins), "--json", "--save", "--gpu-uuid", "GPU-t"]
+        app,
+        [
+            "sensor",
+            "fit",
+            str(trace),
+            "--windows",
+            str(wins),
+            "--json",
+            "--save",
+            "--gpu-uuid",
+            "GPU-t",
+            "--driver",
+            "580",
+        ],
     )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
@@ -157,4 +170,19 @@ def test_a_file_that_cannot_be_written_is_a_one_line_error(tmp_path: Path, monke
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # the profile cache lies under a file
     sc = kernels([(0.0, 1.0)])
     trace, wins = _files(tmp_path, sc, SimulatedSensor.averaging(0.02))
-    _fails_cleanly(["sensor", "fit", str(trace), "--windows", str(wins), "--save"], "Not a directory")
+    save = ["--save", "--gpu-uuid", "GPU-t", "--driver", "580"]
+    _fails_cleanly(["sensor", "fit", str(trace), "--windows", str(wins), *save], "Not a directory")
+
+
+def test_saving_a_profile_needs_the_gpu_and_driver_it_belongs_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    sc = kernels([(0.0, 1.0)])
+    trace, wins = _files(tmp_path, sc, SimulatedSensor.averaging(0.02))
+    _fails_cleanly(
+        ["sensor", "fit", str(trace), "--windows", str(wins), "--save"], "--save needs --gpu-uuid and --driver"
+    )
+    args = ["sensor", "fit", str(trace), "--windows", str(wins), "--save", "--gpu-uuid", "GPU-t"]
+    _fails_cleanly(args, "--save needs --driver")
+    assert not (tmp_path / "cache").exists()

@@ -108,11 +108,17 @@ def fit(
     else:
         raise InputError("--windows is required for a CSV trace")
     check_windows(loads, float(r.t_s[0]), float(r.t_s[-1]), where)
+    uuid = gpu_uuid or meta.get("gpu_uuid")
+    drv = driver or meta.get("driver_version")
+    if save and not (uuid and drv):
+        # A profile is looked up by GPU and driver: filed under 'unknown', no measurement would find it.
+        missing = " and ".join(f for f, v in (("--gpu-uuid", uuid), ("--driver", drv)) if not v)
+        raise InputError(f"{trace}: --save needs {missing} (the trace does not say which GPU and driver it is from)")
     result = fit_sensor(r, loads)
     profile = SensorProfile.from_fit(
         result,
-        gpu_uuid=gpu_uuid or str(meta.get("gpu_uuid", "unknown-gpu")),
-        driver_version=driver or str(meta.get("driver_version", "unknown-driver")),
+        gpu_uuid=str(uuid or "unknown-gpu"),
+        driver_version=str(drv or "unknown-driver"),
         source=r.source,
     )
     saved = save_profile(profile) if save else None
