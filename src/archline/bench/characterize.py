@@ -39,8 +39,8 @@ def add_spec_columns(row: dict[str, Any], spec: KernelSpec, cc: tuple[int, int])
     measured = row.get("ops_per_clk_per_sm")
     row["frac_of_spec"] = measured / spec_ops if (spec_ops and measured is not None) else None
     spec_b = spec_bytes_per_clk_per_sm(cc, spec.spec_key)
+    row["spec_bytes_per_clk_per_sm"] = spec_b
     if spec_b and row.get("bytes_per_clk_per_sm") is not None:
-        row["spec_ops_per_clk_per_sm"] = spec_b
         row["frac_of_spec"] = row["bytes_per_clk_per_sm"] / spec_b
     return row
 

@@ -54,7 +54,12 @@ def derived(row: CsvRow, col: str, ctx: Ctx) -> float | None:
         return v
     ops, energy, dyn = row.num("ops"), row.num("energy_j"), row.num("dynamic_energy_j")
     if col == "frac_of_spec":
-        return _ratio(row.num("ops_per_clk_per_sm"), row.num("spec_ops_per_clk_per_sm"))
+        by_bytes = _ratio(row.num("bytes_per_clk_per_sm"), row.num("spec_bytes_per_clk_per_sm"))
+        return (
+            by_bytes
+            if by_bytes is not None
+            else _ratio(row.num("ops_per_clk_per_sm"), row.num("spec_ops_per_clk_per_sm"))
+        )
     if col == "nj_per_op":
         r = _ratio(energy, ops)
         return None if r is None else r * 1e9
