@@ -201,6 +201,11 @@ def _add_injected(a: Attribution, cupti_dir: Path) -> None:
         return
     if traced.dropped:
         a.notes.append(f"CUPTI dropped {traced.dropped} activity records (its buffers overflowed)")
+    if traced.incomplete:
+        a.notes.append(
+            f"{traced.incomplete} kernel/copy records were still in flight when CUPTI handed them over "
+            "(at a switch of duty-cycled tracing, or at exit) and are left out"
+        )
     if traced.truncated:
         a.notes.append(
             f"{len(traced.truncated)} process(es) stopped while writing their kernel trace; "

@@ -19,6 +19,9 @@
  *   9 DETACH                    count x {u64 wait_ns, u64 finalize_ns}: CUPTI detached from the
  *                               process: how long after the request, and how long cuptiFinalize
  *                               held the program's thread; only with a duty cycle in detach mode
+ *  10 INCOMPLETE                u64: records handed over without a start or end time (a forced
+ *                               flush caught them in flight: at a duty-cycle switch or at exit),
+ *                               left out
  *
  * Cost: the library does nothing on the program's launching threads except hand CUPTI a
  * buffer from a pool (zeroed in advance, so CUPTI need not zero it there). Records are read in
@@ -80,6 +83,7 @@ enum {
   CHUNK_TRACE_ON = 7,
   CHUNK_TRACE_OFF = 8,
   CHUNK_DETACH = 9,
+  CHUNK_INCOMPLETE = 10,
 };
 enum { ACT_KERNEL = 1, ACT_MEMCPY = 2, ACT_MEMSET = 3 };
 
@@ -330,6 +334,7 @@ static void recycle(uint8_t *buffer, size_t size) {
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size,
                                       size_t valid_size) {
   CUpti_Activity *rec = NULL;
+  uint64_t incomplete = 0;
   pthread_mutex_lock(&out_mu);
   while (out_fd >= 0 && cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
     struct act_rec *a = &acts[n_acts];
@@ -375,9 +380,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
       default:
         continue;
     }
+    if (a->start_ns == 0 || a->end_ns < a->start_ns) {
+      ++incomplete; /* caught in flight by a forced flush: not staged */
+      continue;
+    }
     if (++n_acts == ACT_BATCH) flush_acts();
   }
   flush_acts();
+  if (incomplete > 0 && out_fd >= 0) write_chunk(CHUNK_INCOMPLETE, 0, &incomplete, (uint32_t)sizeof incomplete);
   size_t dropped = 0;
   if (out_fd >= 0 && cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
       dropped > 0) {
@@ -463,7 +473,7 @@ static const CUpti_ActivityKind traced_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT
  * duty thread calls CUPTI from the request until the answer, and never while detached. */
 static pthread_mutex_t detach_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t detach_cv = PTHREAD_COND_INITIALIZER;
-static int detach_requested = 0; /* read without the lock by the callback, so atomically */
+static int detach_requested = 0; /* atomic: 0 no, 1 asked, 2 claimed by a callback (finalizing) */
 static int detach_done = 0;      /* set with the lock held: 1 detached, -1 cuptiFinalize failed */
 static CUptiResult detach_result = CUPTI_SUCCESS;
 static uint64_t detach_finalize_ns = 0;
@@ -495,23 +505,32 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
                             const void *cbdata) {
   (void)userdata;
   (void)cbid;
-  /* Runs on the program's threads around every CUDA API call, but only while a detach is asked. */
-  if (!__atomic_load_n(&detach_requested, __ATOMIC_ACQUIRE)) return;
+  /* Runs on the program's threads around every CUDA API call, but only while a detach is asked
+   * (detach_requested 1). One thread claims it (1 -> 2) and calls cuptiFinalize holding no lock:
+   * other threads, or a callback raised inside cuptiFinalize itself, find 2 and return at once. */
+  if (__atomic_load_n(&detach_requested, __ATOMIC_ACQUIRE) != 1) return;
   if (domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) return;
   if (((const CUpti_CallbackData *)cbdata)->callbackSite != CUPTI_API_EXIT) return;
+  int asked = 1;
+  if (!__atomic_compare_exchange_n(&detach_requested, &asked, 2, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+  uint64_t t0 = monotonic_ns();
+  CUptiResult r = cuptiFinalize();
+  uint64_t took = monotonic_ns() - t0;
   pthread_mutex_lock(&detach_mu);
-  if (detach_requested) {
-    uint64_t t0 = monotonic_ns();
-    detach_result = cuptiFinalize();
-    detach_finalize_ns = monotonic_ns() - t0;
-    detach_done = detach_result == CUPTI_SUCCESS ? 1 : -1;
-    __atomic_store_n(&detach_requested, 0, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&detach_cv);
-  }
+  detach_result = r;
+  detach_finalize_ns = took;
+  detach_done = r == CUPTI_SUCCESS ? 1 : -1;
+  __atomic_store_n(&detach_requested, 0, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&detach_cv);
   pthread_mutex_unlock(&detach_mu);
 }
 
 static int stopping(void) { return __atomic_load_n(&duty_stop, __ATOMIC_ACQUIRE); }
+
+static void callbacks_off(void) {
+  cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
+  cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+}
 
 /* Detach CUPTI (tracing already off). Returns 1 if it detached. */
 static int detach(void) {
@@ -528,13 +547,19 @@ static int detach(void) {
   if (r == CUPTI_SUCCESS) r = cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
   if (r != CUPTI_SUCCESS) {
     report_error("cuptiEnableDomain", r);
+    callbacks_off();
     return 0;
   }
   uint64_t t0 = monotonic_ns();
   pthread_mutex_lock(&detach_mu);
   detach_done = 0;
   __atomic_store_n(&detach_requested, 1, __ATOMIC_RELEASE);
-  while (detach_done == 0 && !stopping()) {
+  while (detach_done == 0) {
+    if (stopping()) {
+      /* Exiting: withdraw the request, unless a callback has claimed it (then wait for it). */
+      int asked = 1;
+      if (__atomic_compare_exchange_n(&detach_requested, &asked, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) break;
+    }
     /* Polled, so that a program that has stopped calling CUDA does not hold up its own exit. */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -545,19 +570,19 @@ static int detach(void) {
     }
     pthread_cond_timedwait(&detach_cv, &detach_mu, &ts);
   }
-  __atomic_store_n(&detach_requested, 0, __ATOMIC_RELEASE);
   int done = detach_done;
   CUptiResult res = detach_result;
   uint64_t fin = detach_finalize_ns;
   pthread_mutex_unlock(&detach_mu);
   if (done == 0) {
     /* Exiting before the program made another CUDA call: stay attached, callbacks off. */
-    cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API);
-    cuptiEnableDomain(0, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    callbacks_off();
     return 0;
   }
   if (done < 0) {
+    /* Still attached: callbacks off, or they would cost every later CUDA call. */
     report_error("cuptiFinalize", res);
+    callbacks_off();
     return 0;
   }
   subscriber = NULL;
@@ -580,20 +605,23 @@ static int start_tracing(void);
 
 static void set_tracing(int on) {
   /* On: enable, then stamp (all after the stamp is traced). Off: stamp, then disable. */
+  if (!on && !attached) return; /* nothing to switch off, and no CUPTI call while detached */
   uint64_t stamp = 0;
   if (!on) cuptiGetTimestamp(&stamp);
   uint64_t t0 = monotonic_ns();
   if (on && !attached) {
-    attached = start_tracing();
-    if (attached && duty_detach) subscribe();
+    int ok = start_tracing();
+    attached = 1; /* its first call attached CUPTI, whether or not the rest worked */
+    if (!ok) {
+      set_kinds(0); /* failed (reported): tracing stays off until the next on-switch */
+      return;
+    }
+    if (duty_detach) subscribe();
   } else {
     set_kinds(on);
   }
   uint64_t took = monotonic_ns() - t0;
-  if (on) {
-    if (!attached) return; /* attaching failed (reported): tracing stays off */
-    cuptiGetTimestamp(&stamp);
-  }
+  if (on) cuptiGetTimestamp(&stamp);
   mark(on ? CHUNK_TRACE_ON : CHUNK_TRACE_OFF, stamp, took);
   if (!on && duty_detach && subscriber != NULL && detach()) attached = 0;
 }

@@ -195,6 +195,9 @@ class InjectionTrace:
     #: Duty cycle in detach mode: seconds from asking for each detach to its end (the program's
     #: next CUDA call comes in between).
     detach_wait_s: list[float] = field(default_factory=list)
+    #: Records CUPTI handed over without a start or end time (a forced flush caught them in flight),
+    #: left out.
+    incomplete: int = 0
 
 
 # The binary format of cupti_inject.c (its header comment describes it).
@@ -213,6 +216,7 @@ class ChunkType(enum.IntEnum):
     TRACE_ON = 7
     TRACE_OFF = 8
     DETACH = 9
+    INCOMPLETE = 10
 
 
 class ActivityType(enum.IntEnum):
@@ -392,6 +396,10 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
                 marks.extend((int(ns), on) for ns, _ in vals)
                 out.switch_s.extend(took * 1e-9 for _, took in vals if took)
+            elif kind == ChunkType.INCOMPLETE:
+                if nbytes < 8:
+                    raise ValueError("incomplete-records chunk without its count")
+                out.incomplete += int(np.frombuffer(data, "<u8", 1, body)[0])
             elif kind == ChunkType.DETACH:
                 if count * 16 > nbytes:
                     raise ValueError(f"{count} detach records do not fit in {nbytes} bytes")
