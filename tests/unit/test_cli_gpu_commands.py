@@ -177,3 +177,10 @@ def test_measure_passes_a_signal_death_through_as_128_plus_n(monkeypatch: pytest
     res = CliRunner().invoke(app, ["measure", "--json", "--", "sh", "-c", "kill -9 $$"])
     assert res.exit_code == 128 + 9, res.output
     assert json.loads(res.stdout)["exit_code"] == 137
+
+
+def test_measure_of_a_missing_command_is_one_line_127(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nvml, "device_state", lambda gpu: {})
+    res = CliRunner().invoke(app, ["measure", "--", "archline-no-such-command-xyz", "--flag"])
+    assert res.exit_code == 127
+    assert "archline-no-such-command-xyz" in _one_line_error(res)

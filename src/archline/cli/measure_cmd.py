@@ -2,43 +2,32 @@
 
 from __future__ import annotations
 
-import shutil
-import signal
-import subprocess
+import os
 import time
-from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
-from archline.errors import CommandError, InputError
+from archline.errors import InputError
 
 __all__ = ["register"]
 
 
-def _run_measured(cmd: list[str], gpu: int) -> tuple[int, dict[str, Any]]:
+def _run_measured(cmd: list[str], gpu: int, *, stdout_to_stderr: bool = False) -> tuple[int, dict[str, Any]]:
     from archline.bench.energy import counter_energy_j
     from archline.measurement.api import Measurement
+    from archline.measurement.program import as_child, classify_command, run_binary
     from archline.sensors.nvml import device_state
 
-    exe = shutil.which(cmd[0]) if not Path(cmd[0]).exists() else cmd[0]
-    if exe is None:
-        raise CommandError(f"command not found: {cmd[0]}")
+    # As archline run starts its children: a missing command is exit 127, Ctrl-C reaches the child.
+    child = as_child(classify_command(cmd))
     state_before = device_state(gpu)
     m = Measurement(gpu=gpu, sync=lambda: None)
     with m:
         t0 = time.time()
-        try:
-            proc = subprocess.Popen(cmd)
-        except OSError as exc:
-            raise CommandError(f"cannot start {cmd[0]}: {exc.strerror}") from None
-        try:
-            rc = proc.wait()
-        except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)
-            rc = proc.wait()
+        rc = run_binary(child, os.environ, stdout_to_stderr=stdout_to_stderr)
         wall = time.time() - t0
     if rc < 0:  # killed by signal N: exit 128 + N as a shell does (sys.exit(-N) would give 256 - N)
         rc = 128 - rc
@@ -79,12 +68,12 @@ def register(app: typer.Typer) -> None:
         """Run a command and report its GPU energy, time, and mean and maximum power.
 
         Usage: archline measure [--gpu N] [--json] -- CMD ARGS...
-        The command's exit code is passed through.
+        The command's exit code is passed through; with --json its stdout goes to stderr.
         """
         cmd = list(ctx.args)
         if not cmd:
             raise InputError("no command given (usage: archline measure [--gpu N] -- CMD ARGS...)")
-        rc, out = _run_measured(cmd, gpu)
+        rc, out = _run_measured(cmd, gpu, stdout_to_stderr=json_out)
         if json_out:
             print_json(out)
         else:

@@ -240,9 +240,10 @@ def run_python(spec: ProgramSpec) -> tuple[int, str | None]:
 def run_binary(spec: ProgramSpec, env: Mapping[str, str], *, stdout_to_stderr: bool = False) -> int:
     """Run a child process to completion and return its exit status (negative: killed by a signal)."""
     try:
-        proc = subprocess.Popen(list(spec.argv), env=dict(env), stdout=sys.stderr if stdout_to_stderr else None)
+        # fd 2, not sys.stderr: that may be a Python object without a file descriptor.
+        proc = subprocess.Popen(list(spec.argv), env=dict(env), stdout=2 if stdout_to_stderr else None)
     except OSError as exc:
-        raise CommandError(f"{spec.argv[0]}: cannot run ({exc.strerror})") from None
+        raise CommandError(f"{spec.argv[0]}: cannot run ({exc.strerror or exc})") from None
     try:
         return proc.wait()
     except KeyboardInterrupt:
