@@ -59,7 +59,8 @@ def script(tmp_path):
 
 def test_python_script_runs_in_process_and_gets_per_kernel_rows(fake_gpu, script, tmp_path):
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "64", "0"])
+    # 128 calls (32 counter windows): 64 left the fit at the mercy of a busy machine's timing.
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "128", "0"])
     assert res.exit_code == 0, res.output
     assert "hot_kernel" in res.output and "cool_kernel" in res.output
     assert "program output" in res.output
@@ -69,7 +70,7 @@ def test_python_script_runs_in_process_and_gets_per_kernel_rows(fake_gpu, script
         assert (out / name).is_file(), name
     assert not list((out / "raw").glob("activities.part-*"))
     rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
-    assert rows["hot_kernel"]["calls"] == 32
+    assert rows["hot_kernel"]["calls"] == 64
     # 400 W vs 180 W kernels, told apart by a 20 ms counter.
     assert rows["hot_kernel"]["mean_power_w"] > rows["cool_kernel"]["mean_power_w"] + 100
     assert os.environ.get("CUDA_VISIBLE_DEVICES") == "0"
