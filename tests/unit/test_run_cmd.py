@@ -26,10 +26,10 @@ SCRIPT = """
 import sys
 from tests.helpers.attrib_fakes import CURRENT
 gpu = CURRENT[-1]
-# Blocks of 8 calls (about two counter windows) alternate between the kernels, so each
-# window holds a different mix.
+# Blocks of 16 calls (about four counter windows) alternate between the kernels, so each
+# window holds a different mix, and most windows only one kernel.
 for i in range(int(sys.argv[1])):
-    if (i // 8) % 2 == 0:
+    if (i // 16) % 2 == 0:
         gpu.launch("hot_kernel", 0.005, 400.0)
     else:
         gpu.launch("cool_kernel", 0.005, 180.0)
@@ -59,7 +59,8 @@ def script(tmp_path):
 
 def test_python_script_runs_in_process_and_gets_per_kernel_rows(fake_gpu, script, tmp_path):
     out = tmp_path / "run"
-    # 128 calls (32 counter windows): 64 left the fit at the mercy of a busy machine's timing.
+    # 128 calls (32 counter windows, 8 blocks): 64 calls in blocks of 8 left the fit at the mercy
+    # of a busy machine's timing.
     res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "128", "0"])
     assert res.exit_code == 0, res.output
     assert "hot_kernel" in res.output and "cool_kernel" in res.output
@@ -72,10 +73,9 @@ def test_python_script_runs_in_process_and_gets_per_kernel_rows(fake_gpu, script
     rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
     assert rows["hot_kernel"]["calls"] == 64
     # 400 W vs 180 W kernels, told apart by a 20 ms counter. This fake GPU runs on the wall clock
-    # (its kernels sleep), so a busy machine blurs it: twice in a fresh CI venv the gap came out
-    # 69 and 91 W. The attribution's accuracy is tested on simulated sensors (test_attribution*);
-    # here, that the CLI's in-process path yields rows that tell the kernels apart.
-    assert rows["hot_kernel"]["mean_power_w"] > rows["cool_kernel"]["mean_power_w"] + 40
+    # (its kernels sleep), so a busy machine can blur it; the attribution's accuracy is tested on
+    # simulated sensors (test_attribution*). Here: the CLI's in-process rows tell the kernels apart.
+    assert rows["hot_kernel"]["mean_power_w"] > rows["cool_kernel"]["mean_power_w"] + 100
     assert os.environ.get("CUDA_VISIBLE_DEVICES") == "0"
 
 
@@ -298,7 +298,7 @@ def test_inject_runs_a_python_program_as_a_child_with_the_injection_library(inje
 
 def test_tracer_python_keeps_the_program_in_process(injecting_gpu, script, tmp_path):
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "--tracer", "python", "-o", str(out), "--", str(script), "16", "0"])
+    res = CliRunner().invoke(app, ["run", "--tracer", "python", "-o", str(out), "--", str(script), "32", "0"])
     assert res.exit_code == 0, res.output
     rd = RunDir.open(out)
     assert rd.manifest.extra["tracer"] == "python"
