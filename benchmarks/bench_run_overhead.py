@@ -114,16 +114,9 @@ def torch_workload() -> Workload | None:
 def launch_bound_workload() -> Workload:
     import cupy as cp
     import numpy as np
+    from workload_launch_bound import make_kernels  # benchmarks/, this script's folder
 
-    x = cp.random.random(1 << 16, dtype=cp.float32)
-    y = cp.empty_like(x)
-    heavy = cp.ElementwiseKernel(
-        "float32 x",
-        "float32 y",
-        "float a = x; for (int i = 0; i < 256; ++i) { a = a * 0.9999f + 0.25f; } y = a;",
-        "archline_heavy",
-    )
-    light = cp.ElementwiseKernel("float32 x", "float32 y", "y = x + 1.0f", "archline_light")
+    x, y, heavy, light = make_kernels()
     plan = (np.random.default_rng(1).random(20000) < 0.5).tolist()
 
     def run() -> None:

@@ -33,7 +33,7 @@ def run(out: Path, flags: list[str], calls: int) -> dict[str, Any]:
     p = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip().splitlines()[-1:]}")
-    payload = json.loads(p.stdout[p.stdout.index("{") :])
+    payload: dict[str, Any] = json.loads(p.stdout[p.stdout.index("{") :])
     prog = [ln for ln in p.stderr.splitlines() if ln.startswith("{") and "block_s" in ln]
     payload["block_s"] = json.loads(prog[-1])["block_s"]
     return payload

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
 
 import cupy as cp
 import numpy as np
 
 
-def main() -> int:
-    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 600_000
+def make_kernels() -> tuple[Any, Any, Any, Any]:
+    """The two kernels and their 64 Ki-float input and output: (x, y, heavy, light); heavy(x, y) runs one."""
     x = cp.random.random(1 << 16, dtype=cp.float32)
     y = cp.empty_like(x)
     heavy = cp.ElementwiseKernel(
@@ -26,11 +27,17 @@ def main() -> int:
         "archline_heavy",
     )
     light = cp.ElementwiseKernel("float32 x", "float32 y", "y = x + 1.0f", "archline_light")
+    return x, y, heavy, light
+
+
+def main() -> int:
+    calls = int(sys.argv[1]) if len(sys.argv) > 1 else 600_000
+    x, y, heavy, light = make_kernels()
     rng = np.random.default_rng(1)
     plan = []  # blocks of 200–4000 calls, each with its own share of heavy calls
     n = 0
     while n < calls:
-        k = int(min(rng.integers(200, 4000), calls - n))
+        k = min(int(rng.integers(200, 4000)), calls - n)
         plan.append(rng.random(k) < rng.uniform(0.05, 0.95))
         n += k
     heavy(x, y)

@@ -473,35 +473,31 @@ def _harness(tmp_path):
     return exe
 
 
-def _counters(stdout: str) -> dict[str, int]:
-    line = next(ln for ln in stdout.splitlines() if ln.startswith("finalize="))
-    return {k: int(v) for k, v in (f.split("=") for f in line.split())}
+def _run_harness(tmp_path, *args: str):
+    """Build and run the harness with ``args`` after its output folder: (trace, the stubs' counters)."""
+    exe = _harness(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    res = subprocess.run([str(exe), str(out), *args], check=True, timeout=60, capture_output=True, text=True)
+    line = next(ln for ln in res.stdout.splitlines() if ln.startswith("finalize="))
+    return read_injection_output(out), {k: int(v) for k, v in (f.split("=") for f in line.split())}
 
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_injection_library_marks_its_duty_cycle(tmp_path):
-    exe = _harness(tmp_path)
-    out = tmp_path / "out"
-    out.mkdir()
-    res = subprocess.run([str(exe), str(out), "10,30", "disable"], check=True, timeout=60, capture_output=True)
-    trace = read_injection_output(out)
+    trace, n = _run_harness(tmp_path, "10,30", "disable")
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is not None and len(trace.traced) >= 3
     ons = [b - a for a, b in trace.traced[:-1]]
     assert all(0.009 < d < 0.03 for d in ons), ons
     gaps = [b[0] - a[1] for a, b in zip(trace.traced, trace.traced[1:], strict=False)]
     assert all(0.015 < g < 0.06 for g in gaps), gaps
-    assert _counters(res.stdout.decode())["finalize"] == 0 and trace.detach_s == []
+    assert n["finalize"] == 0 and trace.detach_s == []
 
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
-    exe = _harness(tmp_path)
-    out = tmp_path / "out"
-    out.mkdir()
-    res = subprocess.run([str(exe), str(out), "10,30", "detach", "calls"], check=True, timeout=60, capture_output=True)
-    n = _counters(res.stdout.decode())
-    trace = read_injection_output(out)
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls")
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is not None and len(trace.traced) >= 3
     # Every off-switch detached CUPTI, on the program's own thread; every on-switch attached it
@@ -519,12 +515,7 @@ def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_duty_cycle_without_cuda_calls_stays_attached_and_exits(tmp_path):
-    exe = _harness(tmp_path)
-    out = tmp_path / "out"
-    out.mkdir()
-    res = subprocess.run([str(exe), str(out), "10,30", "detach", "quiet"], check=True, timeout=60, capture_output=True)
-    n = _counters(res.stdout.decode())
-    trace = read_injection_output(out)
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "quiet")
     # No CUDA call ever came to detach at: tracing still switched (kinds disabled), nothing hung.
     assert n["finalize"] == 0 and trace.detach_s == [] and trace.errors == []
     assert trace.traced is not None and len(trace.traced) >= 1 and len(trace.records) == 10004
@@ -540,11 +531,8 @@ def test_traced_intervals_from_marks():
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_injection_library_records_without_a_gpu(tmp_path):
-    exe = _harness(tmp_path)
-    out = tmp_path / "out"
-    out.mkdir()
-    subprocess.run([str(exe), str(out)], check=True, timeout=60)
-    trace = read_injection_output(out)
+    trace, n = _run_harness(tmp_path)
+    assert n["finalize"] == 0 and n["subscribe"] == 0  # no duty cycle: CUPTI stays attached
     assert trace.traced is None
     assert [p.suffix for p in trace.files] == [".bin"] and trace.truncated == [] and trace.errors == []
     names = [r.name for r in trace.records]
