@@ -369,8 +369,9 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--trace-duty",
                 metavar="ON/PERIOD",
-                help="Trace kernels for ON of every PERIOD seconds (e.g. 0.25/1) to cut CUPTI's per-launch "
-                "cost for launch-bound programs; rows then cover the traced time (injection tracer only).",
+                help="Trace kernels for ON of every PERIOD seconds (e.g. 0.3/6) to cut CUPTI's per-launch "
+                "cost for launch-bound programs; rows then cover the traced time, so the program should run "
+                "for minutes (injection tracer only; measured costs in docs/attribution.md).",
             ),
         ] = None,
         trace_duty_mode: Annotated[
