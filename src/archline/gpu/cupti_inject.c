@@ -411,6 +411,19 @@ static int spawn(pthread_t *t, void *(*fn)(void *), void *arg) {
   return ok;
 }
 
+/* The CLOCK_REALTIME time ms milliseconds from now, for pthread_cond_timedwait. */
+static struct timespec deadline(long ms) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_sec += ms / 1000;
+  ts.tv_nsec += (ms % 1000) * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec += 1;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
 /* Ask a thread that waits on cv to stop, and join it. */
 static void stop_thread(int *running, pthread_t *t, pthread_mutex_t *mu, pthread_cond_t *cv, int *stop) {
   if (!*running) return;
@@ -426,14 +439,7 @@ static void *flush_loop(void *arg) {
   long ms = (long)(intptr_t)arg;
   pthread_mutex_lock(&flush_mu);
   while (!flush_stop) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec += 1;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = deadline(ms);
     pthread_cond_timedwait(&flush_cv, &flush_mu, &ts);
     if (flush_stop) break;
     pthread_mutex_unlock(&flush_mu);
@@ -561,13 +567,7 @@ static int detach(void) {
       if (__atomic_compare_exchange_n(&detach_requested, &asked, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) break;
     }
     /* Polled, so that a program that has stopped calling CUDA does not hold up its own exit. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += DETACH_POLL_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec += 1;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = deadline(DETACH_POLL_MS);
     pthread_cond_timedwait(&detach_cv, &detach_mu, &ts);
   }
   int done = detach_done;
@@ -632,14 +632,7 @@ static void *duty_loop(void *arg) {
   pthread_mutex_lock(&duty_mu);
   while (!duty_stop) {
     long ms = on ? duty_on_ms : duty_period_ms - duty_on_ms;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += ms / 1000;
-    ts.tv_nsec += (ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec += 1;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = deadline(ms);
     if (pthread_cond_timedwait(&duty_cv, &duty_mu, &ts) != ETIMEDOUT || duty_stop) continue;
     pthread_mutex_unlock(&duty_mu);
     on = !on;
