@@ -301,9 +301,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
                 self._sampler.close()
         records += self._extra
         if self._whole_reason is not None or (not self.trace and not records):
-            reason = self._whole_reason or "kernel tracing was off"
-            self.notes.append(f"per-kernel rows unavailable: {reason}; whole-program energy only")
-            records = [ActivityRecord(WHOLE_PROGRAM, self._t0, t1, kind="program")]
+            records = self._whole_program(self._whole_reason or "kernel tracing was off", t1)
         names = demangle([r.name for r in records if r.kind == "kernel"])
         records = [replace(r, name=names[r.name]) if r.name in names else r for r in records]
         self.activities = sorted(records, key=lambda r: (r.start_s, r.end_s))
@@ -320,8 +318,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
                     )
                 except TooLittleTracedError as exc:
                     # Duty-cycled tracing saw too little to fit: keep the run, as one whole-program row.
-                    self.notes.append(f"per-kernel rows unavailable: {exc}; whole-program energy only")
-                    self.activities = [ActivityRecord(WHOLE_PROGRAM, self._t0, t1, kind="program")]
+                    self.activities = self._whole_program(str(exc), t1)
                     self.result = attribute_energy(
                         self.recording, self.activities, program_span=self.program_span, options=self.options
                     )
@@ -337,6 +334,11 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         self._write()
         if error is not None:
             raise error
+
+    def _whole_program(self, reason: str, t1: float) -> list[ActivityRecord]:
+        """The block as one '[whole program]' activity, with a note saying why."""
+        self.notes.append(f"per-kernel rows unavailable: {reason}; whole-program energy only")
+        return [ActivityRecord(WHOLE_PROGRAM, self._t0, t1, kind="program")]
 
     def _write(self) -> None:
         if self.run_dir is None or self.recording is None:
