@@ -21,14 +21,14 @@ from pathlib import Path
 
 import numpy as np
 
-from archline.kernels import sass
-from archline.kernels.catalogue import catalogue
-from archline.kernels.chains import seed_state_np, state_words
-from archline.kernels.instructions import instruction_chain
-from archline.kernels.ptx import SEED
-from archline.kernels.spec import KernelSpec
-from archline.kernels.target import Target
-from archline.kernels.verify import expected_live
+from archline.characterize.kernels.catalogue import catalogue
+from archline.characterize.kernels.chains import seed_state_np, state_words
+from archline.characterize.kernels.instructions import instruction_chain
+from archline.characterize.kernels.ptx import SEED
+from archline.characterize.kernels.target import Target
+from archline.characterize.kernels.verify import expected_live
+from archline.core.kernel import KernelSpec
+from archline.hw import sass
 
 
 def _chain_outputs(name: str, key: str, chains: int, rounds: int, threads: int, iters: int) -> dict[str, np.ndarray]:

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.errors import CUPTIUnavailableError
-from archline.measurement.attribute_api import Attribution
+from archline.measurement.attribute.api import Attribution
 
 LIMIT = 0.03
 MODES = ("sensors", "python", "inject", "duty", "once")
@@ -281,7 +281,7 @@ def as_child(
     loops: int = 1,
     duty: tuple[int, int, str] | None = None,
 ) -> None:
-    from archline.gpu.cupti_inject import build_injection, injection_env, read_injection_output
+    from archline.hw.cupti.inject import build_injection, injection_env, read_injection_output
 
     env = dict(os.environ)
     lib: Path | None = None

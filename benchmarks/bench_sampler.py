@@ -48,8 +48,8 @@ MATCH_US = 2000.0
 
 
 def capture(gpu: int, seconds: float) -> dict[str, float]:
+    from archline.hw.nvml import open_sources
     from archline.measurement.sampler import Sampler
-    from archline.sensors.nvml import open_sources
 
     ref = subprocess.Popen([sys.executable, "-c", REF, str(gpu), str(seconds)], stdout=subprocess.PIPE, text=True)
     s = Sampler(open_sources(gpu, ["nvml.buffer"]), settle_s=0.3)
@@ -91,10 +91,10 @@ def capture(gpu: int, seconds: float) -> dict[str, float]:
 
 
 def runtime(gpu: int, seconds: float) -> dict[str, float]:
-    from archline.bench.load import BusyLoad
-    from archline.gpu.cuda import CudaExecutor
+    from archline.hw.cuda import CudaExecutor
+    from archline.hw.nvml import open_sources
+    from archline.measurement.calibrate.load_runs import BusyLoad
     from archline.measurement.sampler import Sampler
-    from archline.sensors.nvml import open_sources
 
     ex = CudaExecutor(gpu)
     load = BusyLoad(ex)

@@ -24,7 +24,7 @@ def main() -> int:
 
     import cupy as cp
 
-    from archline.gpu.workloads import default_workloads
+    from archline.characterize.workloads import default_workloads
 
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)

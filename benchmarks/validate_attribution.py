@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from archline.measurement.attribute_api import Attribution, attribute
-from archline.measurement.attribution_result import AttributionResult
-from archline.measurement.attribution_windows import BufferIntegral, counter_windows
+from archline.measurement.attribute.api import Attribution, attribute
+from archline.measurement.attribute.windows import BufferIntegral, counter_windows
+from archline.records.attribution import AttributionResult
 
 FMA_SRC = r"""
 extern "C" __global__ void fma_burn(float* out, int iters, float a, float b) {
@@ -189,7 +189,7 @@ def run_mix(k: Kernels, out: Path, gpu: int, seconds: float, seed: int = 0) -> t
 
 
 def print_top(res: AttributionResult, n: int = 10) -> None:
-    from archline.measurement.activity import short_name
+    from archline.core.activity import short_name
 
     print(f"  total {res.total_energy_j:.1f} J over {res.span_end_s - res.span_start_s:.2f} s, {res.windows} windows")
     for r in list(res.kernels)[:n]:

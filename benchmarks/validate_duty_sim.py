@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.helpers.attrib_sim import SimKernel, simulate_program
 
 from archline.errors import TooLittleTracedError
-from archline.measurement.attribution import attribute_energy
+from archline.measurement.attribute.attribution import attribute_energy
 
 KERNELS = [
     SimKernel("fma", 0.00030, 420.0),

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.helpers import h200_probe
 from tests.helpers.signals import calibration_loads, isolated_pulses, kernels
 
-from archline.measurement.calibration import fit_sensor
+from archline.hw.simulated import SimulatedSensor, simulate_power
+from archline.measurement.calibrate.fit import fit_sensor
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import window_energies
-from archline.sensors.simulated import SimulatedSensor, simulate_power
 
 K20 = SimulatedSensor.k20(noise_w=0.05)
 SENSORS = {

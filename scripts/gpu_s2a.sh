@@ -12,8 +12,8 @@ step ncu_version 20 /usr/local/cuda/bin/ncu --version
 step ncu_query 60 /usr/local/cuda/bin/ncu --query-metrics
 step ncu_counts 240 python3 - <<PY
 import json, sys
-from archline.gpu.ncu import count_workloads
-from archline.gpu.workloads import default_workloads
+from archline.hw.ncu import count_workloads
+from archline.characterize.workloads import default_workloads
 names = [w.name for w in default_workloads()]
 counts, metrics = count_workloads(names, keep="$R/ncu")
 print("metrics:", metrics)

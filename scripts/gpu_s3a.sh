@@ -13,7 +13,7 @@ step smoke 90 python3 -m archline run --json --force -o "$R/$G/run/duty-detach-s
   --trace-duty 0.2/1 -- python3 benchmarks/workload_launch_bound.py 600000
 python3 - "$R/$G/run/duty-detach-smoke" <<'PY' || true
 import json, sys
-from archline.gpu.cupti_inject import read_injection_output
+from archline.hw.cupti.inject import read_injection_output
 from pathlib import Path
 d = Path(sys.argv[1]) / "raw" / "cupti"
 t = read_injection_output(d)

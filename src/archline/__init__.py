@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from archline.core.version import __version__
 from archline.errors import (
     ArchlineError,
     GPUUnavailableError,
@@ -13,11 +14,9 @@ from archline.errors import (
     TraceError,
 )
 
-__version__ = "0.1.0"
-
 if TYPE_CHECKING:
     from archline.measurement.api import CallableEnergy, Measurement, measure, measure_callable
-    from archline.measurement.attribute_api import Attribution, attribute
+    from archline.measurement.attribute.api import Attribution
 
 # The measuring API pulls in scipy; import it on first use so the CLI starts quickly.
 _LAZY = {
@@ -25,9 +24,20 @@ _LAZY = {
     "Measurement": "archline.measurement.api",
     "measure": "archline.measurement.api",
     "measure_callable": "archline.measurement.api",
-    "Attribution": "archline.measurement.attribute_api",
-    "attribute": "archline.measurement.attribute_api",
+    "Attribution": "archline.measurement.attribute.api",
 }
+
+
+def attribute(gpu: int = 0, **kwargs: Any) -> Attribution:
+    """Per-kernel energy of the code in a ``with`` block; with ``out=DIR`` its report files too.
+
+    The keywords are those of :func:`archline.measurement.attribute.api.attribute`.
+    """
+    from archline.measurement.attribute.api import attribute as _attribute
+    from archline.report.attribution_run import write_report_files
+
+    kwargs.setdefault("render", write_report_files)
+    return _attribute(gpu, **kwargs)
 
 
 def __getattr__(name: str) -> Any:

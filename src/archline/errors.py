@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "ArchlineError",
     "BenchmarkError",
@@ -18,6 +21,7 @@ __all__ = [
     "TraceError",
     "UnknownNameError",
     "UnsupportedArchitectureError",
+    "suggest",
 ]
 
 
@@ -109,3 +113,16 @@ class CommandError(ArchlineError):
     """A child command could not be started."""
 
     exit_code = 127
+
+
+def suggest(patterns: Iterable[str], candidates: Iterable[str]) -> str:
+    """``; did you mean …?`` with up to three close names, or an empty string."""
+    pool = list(candidates)
+    close: list[str] = []
+    for p in patterns:
+        stem = p.rstrip("*.?")
+        close += difflib.get_close_matches(stem, pool, n=3, cutoff=0.6)
+        if not close and stem:
+            close += [c for c in pool if c.startswith(stem.split(".")[0] + ".")][:3]
+    unique = list(dict.fromkeys(close))[:3]
+    return f"; did you mean {', '.join(unique)}?" if unique else ""

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.gpu
 def test_tracer_records_kernels_on_the_host_clock():
     cp = pytest.importorskip("cupy")
     pytest.importorskip("cupti")
-    from archline.gpu.cupti_trace import KernelTracer
+    from archline.hw.cupti.trace import KernelTracer
 
     x = cp.random.random(1 << 24, dtype=cp.float32)
     cp.cuda.Device().synchronize()

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from archline.core.activity import ActivityRecord
+from archline.core.readings import Readings, empty_readings
 from archline.errors import CUPTIUnavailableError, GPUUnavailableError
-from archline.gpu.cupti_inject import ACTIVITY_DTYPE, CHUNK_HEADER, MAGIC, ActivityType, ChunkType
-from archline.measurement.activity import ActivityRecord
-from archline.measurement.attribute_api import Backend
-from archline.sensors.base import Readings, empty_readings
+from archline.hw.cupti.inject import ACTIVITY_DTYPE, CHUNK_HEADER, MAGIC, ActivityType, ChunkType
+from archline.measurement.attribute.api import Backend
 
 #: The FakeGPU a test installed, so that a program run in-process can launch 'kernels' on it.
 CURRENT: list[FakeGPU] = []

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measurement.activity import ActivityRecord
-from archline.measurement.recording import Recording
-from archline.sensors.base import Readings
+from archline.core.activity import ActivityRecord
+from archline.core.readings import Readings
+from archline.core.recording import Recording
 
 F64 = NDArray[np.float64]
 

@@ -1,4 +1,4 @@
-"""A numpy-backed stand-in for the small part of CuPy that archline.gpu.workloads uses, for CPU tests.
+"""A numpy-backed stand-in for the small part of CuPy that archline.characterize.workloads uses, for CPU tests.
 
 Install it with ``monkeypatch.setitem(sys.modules, "cupy", make_fake_cupy())``. Its
 ElementwiseKernel knows only archline's two kernels by name and evaluates them in numpy at
@@ -56,7 +56,7 @@ class _ElementwiseKernel:
 
 
 def make_fake_cupy() -> types.ModuleType:
-    """A module object with the attributes archline.gpu.workloads reaches for."""
+    """A module object with the attributes archline.characterize.workloads reaches for."""
     cp = types.ModuleType("cupy")
     stream = types.SimpleNamespace(synchronize=lambda: None)
     cp.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)  # type: ignore[attr-defined]

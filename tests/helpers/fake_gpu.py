@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.gpu.base import DeviceInfo, LaunchResult
-from archline.measurement.recording import Recording, Region
-from archline.sensors.base import Readings
+from archline.core.executor import DeviceInfo, LaunchResult
+from archline.core.readings import Readings
+from archline.core.recording import Recording, Region
 
 
 class FakeClock:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from archline.measurement.recording import Region
-from archline.sensors.base import Readings
+from archline.core.readings import Readings
+from archline.core.recording import Region
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from archline.kernels.arithmetic import ARITH_TABLE
-from archline.kernels.chains import ChainDef
-from archline.kernels.instructions import instruction_chain
-from archline.kernels.spec import KernelSpec
+from archline.characterize.kernels.arithmetic import ARITH_TABLE
+from archline.characterize.kernels.chains import ChainDef
+from archline.characterize.kernels.instructions import instruction_chain
+from archline.core.kernel import KernelSpec
 
 _ARITH = {e.name: e.chain for e in ARITH_TABLE}
 

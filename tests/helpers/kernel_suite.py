@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 
-from archline.kernels import sass
-from archline.kernels.catalogue import catalogue
-from archline.kernels.spec import KernelSpec
-from archline.kernels.target import Target
+from archline.characterize.kernels.catalogue import catalogue
+from archline.characterize.kernels.target import Target
+from archline.core.kernel import KernelSpec
+from archline.hw import sass
 from tests.helpers.ptx_sim import SimResult, simulate
 
 #: One SM, a 1 MiB L2 and 64 KiB DRAM passes: every kernel simulates on a CPU in milliseconds.

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from archline.sensors.base import Quantity, Readings, empty_readings
+from archline.core.readings import Quantity, Readings, empty_readings
 
 
 class LiveGPU:

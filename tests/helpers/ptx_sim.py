@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.kernels.spec import KernelSpec
+from archline.core.kernel import KernelSpec
 from tests.helpers.ptx_sim_alu import _TYPES, SimError, alu
 
 A = NDArray[Any]

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.bench.schema import RESULT_COLUMNS, TARGET_COLUMNS
 from archline.records import Manifest, RunDir, write_csv
-from archline.report.instructions_schema import (
+from archline.records.characterize import RESULT_COLUMNS, TARGET_COLUMNS
+from archline.records.instructions import (
     INSTRUCTION_COLUMNS,
     TECHNIQUE_COLUMNS,
     InstructionRow,
@@ -195,7 +195,7 @@ def _manifest(
             "driver_version": "580.159.04",
             "cuda_driver_version": 13000,
         },
-        # Keys as archline.sensors.nvml.device_state writes them.
+        # Keys as archline.hw.nvml.device_state writes them.
         state_before={
             "sm_clock_mhz": 345,
             "mem_clock_mhz": 2619,

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from archline.measurement.recording import Region
-from archline.sensors.simulated import PiecewisePower
+from archline.core.recording import Region
+from archline.hw.simulated import PiecewisePower
 
 T0_S = 1_700_000_000.0
 

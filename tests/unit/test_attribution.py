@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from archline.core.activity import ActivityRecord
+from archline.core.readings import Readings
+from archline.core.recording import Recording
 from archline.errors import RunDirError, SensorError
-from archline.measurement.activity import ActivityRecord
-from archline.measurement.attribution import AttributionOptions, attribute_energy
-from archline.measurement.attribution_result import AttributionResult
-from archline.measurement.recording import Recording
-from archline.sensors.base import Readings
+from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
+from archline.records.attribution import AttributionResult
 from tests.helpers.attrib_sim import EPOCH_S, SensorSim, SimKernel, long_kernel_run, simulate_program
 
 KERNELS = [

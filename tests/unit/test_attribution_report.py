@@ -7,9 +7,10 @@ import json
 import numpy as np
 import pytest
 
-from archline.measurement.activity import ActivityRecord, demangle, read_activities, short_name, write_activities
-from archline.measurement.attribution import attribute_energy
-from archline.measurement.attribution_io import ChunkWriter, load_raw, read_chunks, reanalyze, save_raw
+from archline.core.activity import ActivityRecord, demangle, short_name
+from archline.measurement.attribute.attribution import attribute_energy
+from archline.measurement.attribute.io import ChunkWriter, load_raw, read_chunks, reanalyze, save_raw
+from archline.records.activity import read_activities, write_activities
 from archline.report.attribution_run import write_attribution_outputs
 from archline.report.perfetto import perfetto_events
 from archline.report.timeline_plot import merge_spans, plot_timeline

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archline.measurement.activity import ActivityRecord
-from archline.measurement.attribution import attribute_energy
-from archline.measurement.recording import Recording
-from archline.sensors.base import Readings
+from archline.core.activity import ActivityRecord
+from archline.core.readings import Readings
+from archline.core.recording import Recording
+from archline.measurement.attribute.attribution import attribute_energy
 from tests.helpers.attrib_sim import SensorSim, SimKernel, simulate_program
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from archline.core.readings import Readings
 from archline.errors import SensorError
-from archline.measurement.attribution_windows import (
+from archline.measurement.attribute.windows import (
     BufferIntegral,
     Coverage,
     buffer_windows,
@@ -14,7 +15,6 @@ from archline.measurement.attribution_windows import (
     gap_intervals,
     window_overlap,
 )
-from archline.sensors.base import Readings
 
 
 def _counter(period=0.1, poll=0.0035, t_end=3.0, jitter=0.0, seed=0):

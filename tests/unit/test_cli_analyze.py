@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from archline.cli.app import app
 from archline.cli.sensor import sensor_app
-from archline.measurement.recording import Recording
-from archline.sensors.simulated import SimulatedSensor, simulate_power
-from archline.sensors.trace import save_recording, write_trace_csv, write_windows_csv
+from archline.core.recording import Recording
+from archline.hw.simulated import SimulatedSensor, simulate_power
+from archline.records.traces import save_recording, write_trace_csv, write_windows_csv
 from tests.helpers.signals import Scenario, calibration_loads, kernels
 
 runner = CliRunner()

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from archline.cli.app import app
 from archline.errors import NVMLUnavailableError
-from archline.sensors import nvml
+from archline.hw import nvml
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_monitor_records_every_source_to_a_trace(monkeypatch: pytest.MonkeyPatch
     import sys
     import time
 
-    from archline.sensors.trace import read_trace_csv
+    from archline.records.traces import read_trace_csv
     from tests.helpers.fake_nvml import make_fake_nvml
 
     now_us = time.time_ns() // 1000
@@ -160,8 +160,8 @@ def test_monitor_all_closes_the_gpus_it_opened_when_a_later_one_fails(monkeypatc
 def test_measure_passes_a_signal_death_through_as_128_plus_n(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
+    from archline.core.readings import empty_readings
     from archline.measurement.api import Measurement
-    from archline.sensors.base import empty_readings
 
     class Silent:
         name, quantity, poll_interval_s, blocking, nominal_period_s = "nvml.buffer", "power", 0.01, False, None

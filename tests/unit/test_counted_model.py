@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archline.characterize.kernels.operands import operand_dmma, operand_fma, operand_kernels
 from archline.errors import InputError
-from archline.gpu import ncu
-from archline.kernels.operands import operand_dmma, operand_fma, operand_kernels
+from archline.hw import ncu
 from archline.model.build import COMPONENTS_TABLE, COUNTS_TABLE, build_model, fit_run_dir
 from archline.model.components import (
     COMPONENT_SOURCES,
@@ -123,6 +123,9 @@ sys.exit(0)
 """
 
 
+CHILD = [sys.executable, "-m", "archline.characterize.ncu_child"]
+
+
 def _fake_ncu(tmp_path: Path, fail: bool = False) -> tuple[Path, Path]:
     raw = tmp_path / "raw.csv"
     raw.write_text(RAW)
@@ -135,22 +138,22 @@ def _fake_ncu(tmp_path: Path, fail: bool = False) -> tuple[Path, Path]:
 
 def test_count_workloads_profiles_with_known_metrics_and_clocks_untouched(tmp_path: Path) -> None:
     exe, log = _fake_ncu(tmp_path)
-    counts, metrics = ncu.count_workloads(["triad.w", "gemm.w"], ncu=str(exe), keep=tmp_path / "run")
+    counts, metrics = ncu.count_workloads(["triad.w", "gemm.w"], ncu=str(exe), keep=tmp_path / "run", child=CHILD)
     assert set(counts) == {"triad.w", "gemm.w"}
     assert "dram__bytes_read.sum" in metrics and "lts__t_bytes.sum" not in metrics  # unknown to this ncu
     calls = log.read_text().splitlines()
     profile = next(c for c in calls if "--profile-from-start" in c)
     assert "--clock-control none" in profile
-    assert "-m archline.gpu.ncu --gpu 0 --names triad.w,gemm.w" in profile
+    assert "-m archline.characterize.ncu_child --gpu 0 --names triad.w,gemm.w" in profile
     assert (tmp_path / "run" / "roofline_ncu_raw.csv").read_text() == RAW
 
 
 def test_count_workloads_reports_a_refused_profiler(tmp_path: Path) -> None:
     exe, _ = _fake_ncu(tmp_path, fail=True)
     with pytest.raises(ncu.NcuUnavailableError, match="no permission for GPU performance counters"):
-        ncu.count_workloads(["triad.w"], ncu=str(exe))
+        ncu.count_workloads(["triad.w"], ncu=str(exe), child=CHILD)
     with pytest.raises(ncu.NcuUnavailableError, match="could not start"):
-        ncu.count_workloads(["triad.w"], ncu=str(tmp_path / "missing-ncu"))
+        ncu.count_workloads(["triad.w"], ncu=str(tmp_path / "missing-ncu"), child=CHILD)
 
 
 # --------------------------------------------------------------------------- components
@@ -287,12 +290,12 @@ def test_operand_kernels_count_their_work() -> None:
 
 
 @pytest.mark.skipif(
-    __import__("archline.kernels.sass", fromlist=["find_ptxas"]).find_ptxas() is None
-    or __import__("archline.kernels.sass", fromlist=["find_nvdisasm"]).find_nvdisasm() is None,
+    __import__("archline.hw.sass", fromlist=["find_ptxas"]).find_ptxas() is None
+    or __import__("archline.hw.sass", fromlist=["find_nvdisasm"]).find_nvdisasm() is None,
     reason="ptxas or nvdisasm is not installed",
 )
 def test_operand_kernels_keep_their_ffma_dfma_dmma_in_sass() -> None:
-    from archline.kernels import sass
+    from archline.hw import sass
 
     for spec in operand_kernels():
         ins = sass.disassemble(sass.compile_ptx(spec.ptx))

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from archline.errors import CUPTIUnavailableError, TraceError
-from archline.gpu.cupti_inject import (
+from archline.hw.cupti.inject import (
     ChunkType,
     build_injection,
     find_cupti,
     injection_env,
     read_injection_output,
 )
-from archline.gpu.cupti_trace import ClockMap, ClockPair, KernelTracer, clock_residuals_s, convert_activity
+from archline.hw.cupti.trace import ClockMap, ClockPair, KernelTracer, clock_residuals_s, convert_activity
 from tests.helpers.attrib_fakes import FakeCupti, FakeRecord, FakeResult, injection_chunk, injection_output
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -460,7 +460,7 @@ int main(int argc, char **argv) {
 
 
 def _harness(tmp_path):
-    from archline.gpu.cupti_inject import INJECTION_SOURCE
+    from archline.hw.cupti.inject import INJECTION_SOURCE
 
     paths = find_cupti()
     src = tmp_path / "harness.c"
@@ -522,7 +522,7 @@ def test_duty_cycle_without_cuda_calls_stays_attached_and_exits(tmp_path):
 
 
 def test_traced_intervals_from_marks():
-    from archline.gpu.cupti_inject import traced_intervals
+    from archline.hw.cupti.inject import traced_intervals
 
     marks = [(1.0, True), (1.5, False), (2.0, True), (2.2, False), (3.0, True)]
     assert traced_intervals(marks, 3.4) == [(1.0, 1.5), (2.0, 2.2), (3.0, 3.4)]

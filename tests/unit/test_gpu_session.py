@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from archline.bench.session import GPUSession
+from archline.characterize.session import GPUSession
 from archline.errors import UnknownNameError
-from archline.gpu import cuda
+from archline.hw import cuda, nvml
 from archline.records import RunDir
-from archline.sensors import nvml
 from tests.helpers.fake_gpu import FakeClock, FakeExecutor
 from tests.helpers.fake_nvml import make_fake_nvml
 

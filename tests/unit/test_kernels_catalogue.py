@@ -6,12 +6,12 @@ from fractions import Fraction
 
 import pytest
 
+from archline.characterize.kernels import catalogue as cat
+from archline.characterize.kernels.instructions import SHAPES, instruction_pairs
+from archline.characterize.kernels.roofline import roofline_kernel
+from archline.characterize.kernels.target import DRAM_BUFFER_MIN_B, Target
+from archline.core.executor import DeviceInfo
 from archline.errors import InputError, UnknownNameError
-from archline.gpu.base import DeviceInfo
-from archline.kernels import catalogue as cat
-from archline.kernels.instructions import SHAPES, instruction_pairs
-from archline.kernels.roofline import roofline_kernel
-from archline.kernels.target import DRAM_BUFFER_MIN_B, Target
 from tests.helpers.kernel_suite import full_specs
 
 H200 = DeviceInfo(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.kernels.chains import Reference, seed_state_np, state_words
-from archline.kernels.instructions import INSTRUCTION_KEYS, instruction_chain
-from archline.kernels.ptx import SEED
+from archline.characterize.kernels.chains import Reference, seed_state_np, state_words
+from archline.characterize.kernels.instructions import INSTRUCTION_KEYS, instruction_chain
+from archline.characterize.kernels.ptx import SEED
 
 LONG = 10**7 + 3
 

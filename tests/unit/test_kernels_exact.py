@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.kernels.verify import (
+from archline.characterize.kernels.verify import (
     Reject,
     advance_periodic,
     affine_power,

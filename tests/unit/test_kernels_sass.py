@@ -6,10 +6,10 @@ from fractions import Fraction
 
 import pytest
 
+from archline.characterize.kernels.roofline import min_intensity, roofline_kernel
+from archline.core.kernel import KernelSpec, SassCheck, Work
 from archline.errors import BenchmarkError
-from archline.kernels import sass
-from archline.kernels.roofline import min_intensity, roofline_kernel
-from archline.kernels.spec import KernelSpec, SassCheck, Work
+from archline.hw import sass
 from tests.helpers.kernel_suite import TOOLS_PRESENT, full_specs, inspected
 
 pytestmark = pytest.mark.skipif(not TOOLS_PRESENT, reason="ptxas or nvdisasm is not installed")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archline.kernels.spec_table import (
+from archline.characterize.kernels.spec_table import (
     SHARED_BYTES_PER_CLK_PER_SM,
     spec_bytes_per_clk_per_sm,
     spec_ops_per_clk_per_sm,

@@ -8,9 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archline.core.recording import Recording
 from archline.errors import ModelFileError, SensorError
-from archline.measurement.calibration import SensorFit, fit_sensor
-from archline.measurement.profile import (
+from archline.hw.simulated import SimulatedSensor, simulate_power
+from archline.measurement.calibrate.fit import SensorFit, fit_sensor
+from archline.measurement.calibrate.profile import (
     SensorProfile,
     fit_profile,
     load_profile,
@@ -18,9 +20,7 @@ from archline.measurement.profile import (
     save_profile,
     sensor_cache_dir,
 )
-from archline.measurement.recording import Recording
 from archline.measurement.windows import window_energies
-from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers import h200_probe
 from tests.helpers.signals import calibration_loads, kernels
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from archline.core.readings import Readings
 from archline.errors import SensorError
+from archline.hw.simulated import SimulatedSensor, simulate_polled, simulate_power
 from archline.measurement.clean import (
     drop_repeats,
     estimate_noise_w,
@@ -16,8 +18,6 @@ from archline.measurement.clean import (
 )
 from archline.measurement.integrate import cumulative_j, integrate_j, integrate_windows_j
 from archline.measurement.lagged import correct_lag, correction_matrix, fit_lag_step
-from archline.sensors.base import Readings
-from archline.sensors.simulated import SimulatedSensor, simulate_polled, simulate_power
 from tests.helpers.signals import T0_S, kernels, step
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from archline.errors import SensorError, UnknownNameError
+from archline.hw.simulated import SimulatedSensor, simulate_power
 from archline.measurement.sensor_model import classify, infer_model, parse_kind
-from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers.signals import kernels
 
 

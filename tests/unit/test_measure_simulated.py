@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.sensors.base import PowerSource
-from archline.sensors.simulated import (
+from archline.core.readings import PowerSource
+from archline.hw.simulated import (
     PiecewisePower,
     SimulatedPowerSource,
     SimulatedSensor,

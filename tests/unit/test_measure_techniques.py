@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
+from archline.core.readings import Readings
+from archline.core.recording import Recording, Region
 from archline.errors import InputError, SensorError
-from archline.measurement.recording import Recording, Region
+from archline.hw.simulated import PiecewisePower, SimulatedSensor, simulate_power
 from archline.measurement.repetition import estimate_call_energy, plan_repetitions, updates_for
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.techniques import compare_techniques, end_instant, mtsm, sma
-from archline.sensors.base import Readings
-from archline.sensors.simulated import PiecewisePower, SimulatedSensor, simulate_power
 from tests.helpers.signals import T0_S, kernels
 
 

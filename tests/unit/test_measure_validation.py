@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.measurement.calibration import fit_sensor
+from archline.hw.simulated import SimulatedSensor, simulate_power
+from archline.measurement.calibrate.fit import fit_sensor
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import WindowEnergy, window_energies
-from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers.signals import Scenario, calibration_loads, isolated_pulses, kernels
 
 K20 = SimulatedSensor.k20(noise_w=0.05)

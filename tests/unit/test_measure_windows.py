@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from archline.core.recording import Region
 from archline.errors import SensorError
-from archline.measurement.recording import Region
+from archline.hw.simulated import SimulatedSensor, simulate_power
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import window_energies
-from archline.sensors.simulated import SimulatedSensor, simulate_power
 from tests.helpers.signals import T0_S, isolated_pulses, kernels
 
 PT = SimulatedSensor.part_time(period_s=0.1, window_s=0.025, noise_w=0.3)

@@ -7,8 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from archline.characterize.workloads import Gemm, Reduction, Stencil5, Triad, Workload, default_workloads
 from archline.errors import BenchmarkError, GPUUnavailableError
-from archline.gpu.workloads import Gemm, Reduction, Stencil5, Triad, Workload, default_workloads
 from tests.helpers.fake_cupy import make_fake_cupy
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from archline.errors import GPUUnavailableError, NVMLUnavailableError, PermissionDeniedError, UnknownNameError
-from archline.sensors import nvml
+from archline.hw import nvml
 from tests.helpers.fake_nvml import make_fake_nvml
 
 
@@ -56,7 +56,7 @@ def test_buffer_drains_new_samples_in_watts_and_seconds(fake, monkeypatch) -> No
 
 
 def test_buffer_catches_a_sample_filed_after_a_newer_one(fake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from archline.sensors.base import Readings
+    from archline.core.readings import Readings
 
     m = fake()
     monkeypatch.setattr(nvml.time, "time_ns", lambda: 1_000_000_000)

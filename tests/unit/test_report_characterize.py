@@ -229,8 +229,8 @@ def test_unknown_compute_capability_leaves_spec_empty(
 
 
 def test_recorded_empty_values_show_as_dashes(tmp_path: Path) -> None:
-    from archline.bench.schema import RESULT_COLUMNS
     from archline.records import write_csv
+    from archline.records.characterize import RESULT_COLUMNS
 
     run = make_characterize_run(tmp_path / "run", sweeps=False, targets=False)
     rows = [dict(r) for r in run.rows]

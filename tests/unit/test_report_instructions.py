@@ -7,9 +7,7 @@ from pathlib import Path
 import pytest
 
 from archline.errors import RunDirError
-from archline.report.arafa_reference import TABLE_I, VERIFICATION, match_reference
-from archline.report.instructions import render, technique_finding
-from archline.report.instructions_schema import (
+from archline.records.instructions import (
     INSTRUCTION_COLUMNS,
     TECHNIQUE_COLUMNS,
     TechniqueRow,
@@ -21,6 +19,8 @@ from archline.report.instructions_schema import (
     write_instruction_rows,
     write_technique_rows,
 )
+from archline.report.arafa_reference import TABLE_I, VERIFICATION, match_reference
+from archline.report.instructions import render, technique_finding
 from archline.report.registry import RenderedReport
 from tests.helpers.mdtables import MdTable, md_tables
 from tests.helpers.rundirs import instruction_rows, make_instructions_run, technique_rows

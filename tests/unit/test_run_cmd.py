@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from archline import attribute
 from archline.cli import run_cmd
 from archline.cli.app import app
 from archline.errors import CommandError, InputError, SensorError
-from archline.measurement.attribute_api import attribute
-from archline.measurement.program import TracerChoice, choose_tracer, classify_command
+from archline.measurement.attribute.program import TracerChoice, choose_tracer, classify_command
 from archline.records import RunDir
 from tests.helpers import attrib_fakes
 from tests.helpers.attrib_fakes import FakeGPU
@@ -144,7 +144,7 @@ def test_cupti_refusal_is_one_line_exit_3(monkeypatch, script, tmp_path):
 
 def test_binary_without_injection_gets_whole_program_energy(fake_gpu, monkeypatch, tmp_path):
     from archline.errors import CUPTIUnavailableError
-    from archline.gpu import cupti_inject
+    from archline.hw.cupti import inject as cupti_inject
 
     def no_lib(*a, **k):
         raise CUPTIUnavailableError("CUPTI headers and library not found")
@@ -242,7 +242,7 @@ CHILD_SCRIPT = f"""
 import os, struct, sys, time
 sys.path.insert(0, {str(REPO)!r})
 from tests.helpers.attrib_fakes import injection_chunk, injection_output
-from archline.gpu.cupti_inject import ChunkType
+from archline.hw.cupti.inject import ChunkType
 out = os.environ.get("ARCHLINE_CUPTI_OUT")
 if not out:
     sys.exit(9)
@@ -316,7 +316,7 @@ def test_auto_falls_back_to_in_process_without_the_injection_library(fake_gpu, s
 
 
 def test_auto_injects_a_python_program_when_the_library_builds(tmp_path):
-    from archline.measurement.program import choose_tracer, classify_command
+    from archline.measurement.attribute.program import choose_tracer, classify_command
 
     (tmp_path / "x.py").write_text("pass\n")
     spec = classify_command(["python", str(tmp_path / "x.py")])
@@ -392,7 +392,7 @@ def test_choose_tracer(tmp_path):
 
 
 def test_a_python_program_as_a_child_runs_as_given(tmp_path):
-    from archline.measurement.program import as_child
+    from archline.measurement.attribute.program import as_child
 
     p = tmp_path / "s.py"
     p.write_text("")
@@ -473,8 +473,8 @@ def test_trace_duty_needs_the_injection_tracer(fake_gpu, script, tmp_path):
 
 
 def test_a_launch_bound_program_gets_a_note_pointing_to_duty_cycling():
-    from archline.measurement.attribute_api import launch_bound_note
-    from archline.measurement.attribution_result import KernelRow
+    from archline.measurement.attribute.api import launch_bound_note
+    from archline.records.attribution import KernelRow
 
     def row(name, kind, calls, time_s):
         nan = float("nan")

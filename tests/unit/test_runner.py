@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from archline.bench.runner import POISON_BYTE, Runner, RunnerOptions
-from archline.kernels.spec import Arg, KernelSpec, Launch, Work
+from archline.characterize.runner import POISON_BYTE, Runner, RunnerOptions
+from archline.core.kernel import Arg, KernelSpec, Launch, Work
 from tests.helpers.fake_gpu import FakeClock, FakeExecutor, FakeSampler
 
 

@@ -8,9 +8,9 @@ import time
 import numpy as np
 import pytest
 
+from archline.core.readings import PowerSource, Quantity, Readings, empty_readings
 from archline.errors import SensorError
 from archline.measurement.sampler import Sampler
-from archline.sensors.base import PowerSource, Quantity, Readings, empty_readings
 
 
 class CountingSource:

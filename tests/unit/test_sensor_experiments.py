@@ -7,20 +7,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from archline.bench.calibrate import fit_all
-from archline.bench.energy import WindowEstimate, WindowEstimator, estimate_window
-from archline.bench.load import BusyLoad
-from archline.bench.sensor_experiments import (
+from archline.core.recording import Recording, Region
+from archline.hw.simulated import PiecewisePower, SimulatedSensor, simulate_energy, simulate_power
+from archline.measurement.calibrate.experiments import (
     analyze_validation,
     checks_passed,
     run_calibration_loads,
     run_validation_loads,
 )
-from archline.measurement.recording import Recording, Region
+from archline.measurement.calibrate.load_runs import BusyLoad
+from archline.measurement.calibrate.run import fit_all
+from archline.measurement.energy import WindowEstimate, WindowEstimator, estimate_window
 from archline.records import Manifest, RunDir
+from archline.records.traces import save_recording
 from archline.report.sensor import render_calibration, render_validation
-from archline.sensors.simulated import PiecewisePower, SimulatedSensor, simulate_energy, simulate_power
-from archline.sensors.trace import save_recording
 from tests.helpers import h200_probe
 from tests.helpers.fake_gpu import FakeClock, FakeExecutor
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from archline.core.readings import Readings
+from archline.core.recording import Recording, Region
 from archline.errors import TraceError
-from archline.measurement.recording import Recording, Region
-from archline.sensors.base import Readings
-from archline.sensors.trace import (
+from archline.records.traces import (
     check_windows,
     load_recording,
     read_trace_csv,

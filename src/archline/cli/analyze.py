@@ -11,16 +11,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import console, handle_errors, print_json
+from archline.core.readings import Readings
+from archline.core.recording import Region
 from archline.errors import InputError, ModelFileError, TraceError
-from archline.measurement.recording import Region
-from archline.sensors.base import Readings
 
 __all__ = ["load_trace", "register", "resolve_model"]
 
 
 def load_trace(trace: Path, source: str | None) -> tuple[Readings, tuple[Region, ...]]:
     """A power series from a CSV trace, or one source of an archline recording (.npz) with its regions."""
-    from archline.sensors.trace import load_recording, read_trace_csv
+    from archline.records.traces import load_recording, read_trace_csv
 
     if trace.suffix.lower() == ".npz":
         rec = load_recording(trace)
@@ -44,7 +44,7 @@ def load_trace(trace: Path, source: str | None) -> tuple[Readings, tuple[Region,
 
 
 def _profile_model(path: Path, source: str | None) -> Any:
-    from archline.measurement.profile import SensorProfile
+    from archline.measurement.calibrate.profile import SensorProfile
 
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Energy of each window with a 1σ uncertainty, after correcting for the sensor's behaviour."""
         from archline.measurement.windows import window_energies
-        from archline.sensors.trace import check_windows, read_windows_csv
+        from archline.records.traces import check_windows, read_windows_csv
 
         if max_rel <= 0:
             raise InputError("--max-rel-uncertainty must be positive")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import typer
 
-from archline import __version__
 from archline.cli import (
     analyze,
     characterize,
@@ -18,6 +17,7 @@ from archline.cli import (
     sensor,
     sensor_gpu,
 )
+from archline.core.version import __version__
 
 __all__ = ["app", "main"]
 

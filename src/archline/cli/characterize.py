@@ -10,15 +10,15 @@ import typer
 from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, progress_bar
+from archline.core.kernel import KernelSpec
 from archline.errors import GPUUnavailableError, InputError
-from archline.kernels.spec import KernelSpec
 
 __all__ = ["register"]
 
 
 def _gpu_available(gpu: int) -> str | None:
     """None if NVML sees GPU ``gpu``; otherwise the one-line reason."""
-    from archline.sensors.nvml import device_count
+    from archline.hw.nvml import device_count
 
     try:
         n = device_count()
@@ -93,7 +93,7 @@ def register(app: typer.Typer) -> None:
 
         Without a GPU it renders the report of a real run shipped with archline.
         """
-        from archline.kernels import catalogue
+        from archline.characterize.kernels import catalogue
 
         if target_s < 0:
             raise InputError("--target-s must be > 0")
@@ -113,10 +113,10 @@ def register(app: typer.Typer) -> None:
 def _characterize(
     gpu: int, quick: bool, only: list[str], output: Path, force: bool, target_s: float, roofline: bool = False
 ) -> None:
-    from archline.bench.characterize import SuiteResult, run_suite
-    from archline.bench.runner import Runner, RunnerOptions
-    from archline.bench.session import GPUSession
-    from archline.kernels import catalogue
+    from archline.characterize.kernels import catalogue
+    from archline.characterize.runner import Runner, RunnerOptions
+    from archline.characterize.session import GPUSession
+    from archline.characterize.suite import SuiteResult, run_suite
     from archline.report.characterize import render
 
     t0 = time.time()
@@ -155,7 +155,7 @@ def _characterize(
             if res.interrupted:
                 raise KeyboardInterrupt  # the session then records "interrupted" and saves the traces
             if roofline:
-                from archline.bench.roofline import run_roofline
+                from archline.characterize.roofline import run_roofline
 
                 s.note_extra(roofline=True)
                 run_roofline(

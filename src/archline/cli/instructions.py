@@ -48,7 +48,7 @@ def parse_opt_levels(text: str) -> list[int]:
 
 def _repeat_diffs(rows: list, earlier: Path) -> list:  # type: ignore[type-arg]
     from archline.records import RunDir
-    from archline.report.instructions_schema import read_instruction_rows
+    from archline.records.instructions import read_instruction_rows
 
     old = {
         (r.instruction, r.opt_level, r.shape): r
@@ -90,7 +90,7 @@ def register(app: typer.Typer) -> None:
         instructions removed (the overhead kernel), at each optimisation level and in two
         shapes: the paper's one thread, and the whole GPU.
         """
-        from archline.kernels.instructions import instruction_pairs
+        from archline.characterize.kernels.instructions import instruction_pairs
 
         levels = parse_opt_levels(opt)
         shape_list = [s.strip() for s in shapes.split(",") if s.strip()]
@@ -103,12 +103,12 @@ def register(app: typer.Typer) -> None:
 
 
 def _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s) -> None:  # type: ignore[no-untyped-def]
-    from archline.bench.instructions import InstructionResult, run_instruction_table, run_techniques
-    from archline.bench.runner import Runner, RunnerOptions
-    from archline.bench.session import GPUSession
-    from archline.kernels.instructions import instruction_pairs
+    from archline.characterize.instructions import InstructionResult, run_instruction_table, run_techniques
+    from archline.characterize.kernels.instructions import instruction_pairs
+    from archline.characterize.runner import Runner, RunnerOptions
+    from archline.characterize.session import GPUSession
+    from archline.records.instructions import write_instruction_rows
     from archline.report.instructions import render
-    from archline.report.instructions_schema import write_instruction_rows
 
     t0 = time.time()
     res = InstructionResult()

@@ -16,10 +16,10 @@ __all__ = ["register"]
 
 
 def _run_measured(cmd: list[str], gpu: int, *, stdout_to_stderr: bool = False) -> tuple[int, dict[str, Any]]:
-    from archline.bench.energy import counter_energy_j
+    from archline.hw.nvml import device_state
     from archline.measurement.api import Measurement
-    from archline.measurement.program import as_child, classify_command, run_binary
-    from archline.sensors.nvml import device_state
+    from archline.measurement.attribute.program import as_child, classify_command, run_binary
+    from archline.measurement.energy import counter_energy_j
 
     # As archline run starts its children: a missing command is exit 127, Ctrl-C reaches the child.
     child = as_child(classify_command(cmd))

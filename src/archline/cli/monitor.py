@@ -17,7 +17,7 @@ __all__ = ["register"]
 
 
 def _gpus(spec: str) -> list[int]:
-    from archline.sensors.nvml import device_count
+    from archline.hw.nvml import device_count
 
     if spec == "all":
         return list(range(device_count()))
@@ -32,8 +32,8 @@ def _latest(r: Any) -> float | None:
 
 
 def _view(samplers: dict[int, Any], t0: float) -> Table:
-    from archline.bench.energy import counter_energy_j
-    from archline.sensors.nvml import decode_throttle
+    from archline.hw.nvml import decode_throttle
+    from archline.measurement.energy import counter_energy_j
 
     t = Table(title=f"archline monitor — {time.time() - t0:6.1f} s")
     for col in ("GPU", "buffer W", "instant W", "average W", "energy J", "SM MHz", "°C", "throttle"):
@@ -76,9 +76,9 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Show live GPU power from every NVML source; optionally record it to a trace file."""
+        from archline.hw.nvml import open_sources
         from archline.measurement.sampler import Sampler
-        from archline.sensors.nvml import open_sources
-        from archline.sensors.trace import write_trace_csv
+        from archline.records.traces import write_trace_csv
 
         if duration < 0:
             raise InputError("--duration must be ≥ 0")

@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
                 rendered = render_run(shipped.path, target)
             else:
                 if refresh_targets:
-                    from archline.bench.characterize import refresh_targets as _refresh
+                    from archline.characterize.suite import refresh_targets as _refresh
                     from archline.records import RunDir
 
                     _refresh(RunDir.open(path), refresh_targets)

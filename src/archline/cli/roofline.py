@@ -74,9 +74,9 @@ def _run(
     heldout_error: float,
     counted: bool = True,
 ) -> None:
-    from archline.bench.roofline import run_roofline
-    from archline.bench.runner import Runner, RunnerOptions
-    from archline.bench.session import GPUSession
+    from archline.characterize.roofline import run_roofline
+    from archline.characterize.runner import Runner, RunnerOptions
+    from archline.characterize.session import GPUSession
     from archline.model.build import fit_run_dir
     from archline.report.roofline import render_roofline
 

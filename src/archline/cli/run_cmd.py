@@ -17,9 +17,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.core.activity import short_name
 from archline.errors import ArchlineError, InputError
-from archline.measurement.activity import short_name
-from archline.measurement.program import (
+from archline.measurement.attribute.program import (
     ProgramSpec,
     TracerChoice,
     as_child,
@@ -29,10 +29,11 @@ from archline.measurement.program import (
     run_binary,
     run_python,
 )
+from archline.report.attribution_run import write_report_files
 
 if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a command runs, not at CLI start
-    from archline.measurement.attribute_api import Attribution, Backend
-    from archline.measurement.attribution_result import AttributionResult, KernelRow
+    from archline.measurement.attribute.api import Attribution, Backend
+    from archline.records.attribution import AttributionResult, KernelRow
 
 __all__ = ["DUTY_MODES", "backend_factory", "parse_duty", "register", "render_table", "run_program"]
 
@@ -91,7 +92,7 @@ def run_program(
     _select_gpu(gpu, env, notes)
     if backend is None:
         if backend_factory is None:
-            from archline.measurement.attribute_api import nvml_backend
+            from archline.measurement.attribute.api import nvml_backend
 
             backend = nvml_backend()
         else:
@@ -127,7 +128,7 @@ def parse_duty(text: str) -> tuple[int, int]:
 
 
 def _build_injection() -> Path:
-    from archline.gpu import cupti_inject
+    from archline.hw.cupti import inject as cupti_inject
 
     return cupti_inject.build_injection()
 
@@ -142,9 +143,18 @@ def _run_in_process(
     backend: Backend,
     notes: list[str],
 ) -> tuple[Attribution, int, str | None]:
-    from archline.measurement.attribute_api import Attribution
+    from archline.measurement.attribute.api import Attribution
 
-    a = Attribution(gpu, out=out, force=force, trace=trace, backend=backend, command=spec.argv, kind="run")
+    a = Attribution(
+        gpu,
+        out=out,
+        force=force,
+        trace=trace,
+        backend=backend,
+        command=spec.argv,
+        kind="run",
+        render=write_report_files,
+    )
     a.notes.extend(notes)
     a.info["tracer"] = "python" if trace else "none"
     redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
@@ -164,11 +174,20 @@ def _run_child(
     env: dict[str, str],
     notes: list[str],
 ) -> tuple[Attribution, int, str | None]:
-    from archline.gpu.cupti_inject import injection_env
-    from archline.measurement.attribute_api import Attribution
+    from archline.hw.cupti.inject import injection_env
+    from archline.measurement.attribute.api import Attribution
 
     child = as_child(spec)
-    a = Attribution(gpu, out=out, force=force, trace=False, backend=backend, command=child.argv, kind="run")
+    a = Attribution(
+        gpu,
+        out=out,
+        force=force,
+        trace=False,
+        backend=backend,
+        command=child.argv,
+        kind="run",
+        render=write_report_files,
+    )
     a.notes.extend(notes)
     a.info["tracer"] = "inject" if choice.lib is not None else "none"
     with a:
@@ -192,7 +211,7 @@ def _run_child(
 
 def _add_injected(a: Attribution, cupti_dir: Path) -> None:
     """Give ``a`` the activities the injection library wrote into ``cupti_dir``."""
-    from archline.gpu.cupti_inject import read_injection_output
+    from archline.hw.cupti.inject import read_injection_output
 
     try:
         traced = read_injection_output(cupti_dir)

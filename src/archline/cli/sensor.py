@@ -92,9 +92,9 @@ def fit(
 ) -> None:
     """Fit the sensor model (kind, update period, lag C, window, idle levels) to known loads."""
     from archline.cli.analyze import load_trace
-    from archline.measurement.calibration import fit_sensor
-    from archline.measurement.profile import SensorProfile, save_profile
-    from archline.sensors.trace import check_windows, load_recording, read_windows_csv
+    from archline.measurement.calibrate.fit import fit_sensor
+    from archline.measurement.calibrate.profile import SensorProfile, save_profile
+    from archline.records.traces import check_windows, load_recording, read_windows_csv
 
     r, regions = load_trace(trace, source)
     meta: dict[str, Any] = {}

@@ -32,8 +32,8 @@ def calibrate_cmd(
     The profile (stored in the user's cache, keyed by GPU UUID and driver) is used by every
     later measurement on this GPU. The run directory keeps the raw traces and the findings.
     """
-    from archline.bench.calibrate import calibrate
-    from archline.bench.session import GPUSession
+    from archline.characterize.session import GPUSession
+    from archline.measurement.calibrate.run import calibrate
     from archline.report.sensor import render_calibration
 
     with GPUSession(gpu, output, "sensor-calibration", force=force, sources=_ALL_POWER) as s:
@@ -91,16 +91,16 @@ def validate_cmd(
     per-invocation energy over a long repeated run), the doubling test and the back-to-back
     test, each with the raw and the corrected energy.
     """
-    from archline.bench.energy import WindowEstimate, estimate_window
-    from archline.bench.load import BusyLoad
-    from archline.bench.sensor_experiments import (
+    from archline.characterize.session import GPUSession
+    from archline.core.recording import Recording, Region
+    from archline.measurement.calibrate.experiments import (
         analyze_validation,
         checks_passed,
         run_validation_loads,
         validation_table,
     )
-    from archline.bench.session import GPUSession
-    from archline.measurement.recording import Recording, Region
+    from archline.measurement.calibrate.load_runs import BusyLoad
+    from archline.measurement.energy import WindowEstimate, estimate_window
     from archline.report.sensor import render_validation
 
     with GPUSession(gpu, output, "sensor-validation", force=force) as s:

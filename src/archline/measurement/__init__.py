@@ -1,1 +1,1 @@
-"""Sampling, sensor-artefact correction and energy integration."""
+"""Measure: sampling, sensor models, artefact correction, window energies and the measuring API."""

@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archline.bench.energy import WindowEstimate, WindowEstimator
-from archline.measurement.recording import Recording, Region
+from archline.core.readings import Clock, PowerSource
+from archline.core.recording import Recording, Region
+from archline.measurement.energy import WindowEstimate, WindowEstimator
 from archline.measurement.sampler import Sampler
-from archline.sensors.base import Clock, PowerSource
 
 __all__ = ["CallableEnergy", "Measurement", "RegionEnergy", "measure", "measure_callable"]
 
@@ -82,7 +82,7 @@ class Measurement(contextlib.ContextDecorator):
 
     def _sync(self) -> None:
         if self.sync is None:
-            from archline.gpu.sync import default_synchronizer
+            from archline.hw.sync import default_synchronizer
 
             self.sync = default_synchronizer(self.gpu)
         self.sync()
@@ -97,7 +97,7 @@ class Measurement(contextlib.ContextDecorator):
         return self
 
     def _open_nvml(self) -> list[PowerSource]:
-        from archline.sensors.nvml import open_sources
+        from archline.hw.nvml import open_sources
 
         return list(open_sources(self.gpu))
 
@@ -230,13 +230,13 @@ def measure_callable(
     (SC'24) do for part-time sensors. The sensor model is the stored calibration of this GPU
     (``archline sensor calibrate``) or, without one, is inferred from the recording.
     """
+    from archline.core.readings import SystemClock
     from archline.measurement.repetition import estimate_call_energy, plan_repetitions
     from archline.measurement.sensor_model import SensorModel, infer_model
-    from archline.sensors.base import SystemClock
 
     clk: Clock = clock or SystemClock()
     if sync is None:
-        from archline.gpu.sync import default_synchronizer
+        from archline.hw.sync import default_synchronizer
 
         sync = default_synchronizer(gpu)
     fn()  # warm-up: JIT, allocations, clocks ramping
@@ -267,7 +267,7 @@ def measure_callable(
     en = rec.get("nvml.energy")
     total_calls = plan.calls_per_repetition * len(regions)
     if en is not None and sum(r.duration_s for r in regions) >= 1.0:
-        from archline.bench.energy import counter_energy_j
+        from archline.measurement.energy import counter_energy_j
 
         parts = [counter_energy_j(en, r.start_s, r.end_s) for r in regions]
         if all(p is not None for p in parts):
@@ -290,7 +290,7 @@ def measure_callable(
 
 
 def _open(gpu: int) -> list[PowerSource]:
-    from archline.sensors.nvml import open_sources
+    from archline.hw.nvml import open_sources
 
     return list(open_sources(gpu, ("nvml.buffer", "nvml.energy", "nvml.sm_clock")))
 
@@ -299,8 +299,8 @@ def _stored_model(gpu: int, source: str, sources: Sequence[PowerSource] | None) 
     """The calibrated model of this GPU's ``source``, if one is stored (None with fake sources)."""
     if sources is not None:
         return None
-    from archline.measurement.profile import load_profile
-    from archline.sensors.nvml import device_static
+    from archline.hw.nvml import device_static
+    from archline.measurement.calibrate.profile import load_profile
 
     st = device_static(gpu)
     prof = load_profile(str(st.get("uuid")), str(st.get("driver_version")), source)

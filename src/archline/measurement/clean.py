@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.sensors.base import Readings
+from archline.core.readings import Readings
 
 __all__ = [
     "REPEAT_GAP_S",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measurement.recording import Region
+from archline.core.recording import Region
 
 __all__ = ["IdleLevels", "Tail", "idle_levels", "power_levels", "tail_after"]
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from archline.core.recording import Recording, Region
 from archline.errors import InputError, SensorError
-from archline.measurement.recording import Recording, Region
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import DEFAULT_MAX_REL_UNCERTAINTY, DEFAULT_SHAPE_KAPPA, window_energies
 

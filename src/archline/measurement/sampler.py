@@ -7,9 +7,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from archline.core.readings import Clock, PowerSource, Readings, SystemClock, empty_readings
+from archline.core.recording import Recording, Region
 from archline.errors import ArchlineError, SensorError
-from archline.measurement.recording import Recording, Region
-from archline.sensors.base import Clock, PowerSource, Readings, SystemClock, empty_readings
 
 __all__ = ["Sampler"]
 

@@ -9,7 +9,9 @@ from typing import Any, get_args
 import numpy as np
 from numpy.typing import NDArray
 
+from archline.core.readings import Readings
 from archline.errors import SensorError, UnknownNameError
+from archline.hw.simulated import SensorKind
 from archline.measurement.clean import (
     blocks,
     drop_repeats,
@@ -20,8 +22,6 @@ from archline.measurement.clean import (
 )
 from archline.measurement.lagged import fit_lag_step
 from archline.measurement.response import kernel_support_s
-from archline.sensors.base import Readings
-from archline.sensors.simulated import SensorKind
 
 __all__ = ["SENSOR_KINDS", "EdgeStats", "SensorModel", "classify", "edge_stats", "infer_model", "parse_kind"]
 

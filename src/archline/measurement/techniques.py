@@ -8,11 +8,11 @@ from typing import Literal
 
 import numpy as np
 
+from archline.core.readings import Readings
+from archline.core.recording import Recording, Region
 from archline.errors import SensorError
 from archline.measurement.clean import drop_repeats
 from archline.measurement.integrate import integrate_j
-from archline.measurement.recording import Recording, Region
-from archline.sensors.base import Readings
 
 __all__ = ["SMA_RATE_HZ", "Technique", "TechniqueEstimate", "compare_techniques", "end_instant", "mtsm", "sma"]
 

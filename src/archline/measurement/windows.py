@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from archline.core.readings import Readings
+from archline.core.recording import Region
 from archline.errors import SensorError
 from archline.measurement.clean import drop_repeats, estimate_noise_w, estimate_quantum_w, find_displaced, undisplace
 from archline.measurement.deconvolve import _MIN_SEEN, Series, Solution, build_segments, solve_levels
 from archline.measurement.integrate import integrate_windows_j
-from archline.measurement.recording import Region
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.window_groups import clusters, layers, observed
-from archline.sensors.base import Readings
 
 __all__ = ["DEFAULT_MAX_REL_UNCERTAINTY", "DEFAULT_SHAPE_KAPPA", "WindowEnergy", "prepare_series", "window_energies"]
 

@@ -8,30 +8,47 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from archline.core.activity import ActivityRecord, short_name
+from archline.core.recording import Recording
 from archline.errors import RunDirError
-from archline.measurement.activity import ActivityRecord, short_name
-from archline.measurement.attribution_result import AttributionResult
-from archline.measurement.recording import Recording
+from archline.measurement.attribute.io import RAW_FILES, RESULT_FILES
 from archline.records import RunDir, atomic_write_text
+from archline.records.attribution import AttributionResult
 from archline.report.perfetto import write_perfetto
 from archline.report.timeline_plot import plot_timeline
 
 if TYPE_CHECKING:
     from archline.report.registry import RenderedReport
 
-__all__ = ["OUTPUT_FILES", "markdown_table", "render_attribution_report", "write_attribution_outputs"]
+__all__ = [
+    "OUTPUT_FILES",
+    "REPORT_FILES",
+    "markdown_table",
+    "render_attribution_report",
+    "write_attribution_outputs",
+    "write_report_files",
+]
 
-#: File → what it holds, for the run manifest.
-OUTPUT_FILES = {
-    "kernels.csv": "per-kernel energy table (plus idle, gap and residual rows)",
-    "attribution.json": "the attribution result with its method details",
+#: Report files → what each holds, for the run manifest.
+REPORT_FILES = {
     "trace.perfetto.json": "power tracks and kernel spans; open in ui.perfetto.dev",
     "timeline.png": "power over time with the top kernels shaded",
-    "raw/recording.npz": "every sensor reading (archline recording format)",
-    "raw/activities.csv": "every kernel/memcpy/memset on the common clock (and raw CUPTI ns)",
-    "raw/clock.json": "CUPTI-to-host clock mapping and its error",
-    "raw/run.json": "program span and run details",
 }
+#: Every file of an attribution run directory → what it holds.
+OUTPUT_FILES = {**RESULT_FILES, **REPORT_FILES, **RAW_FILES}
+
+
+def write_report_files(
+    directory: Path,
+    recording: Recording,
+    activities: Sequence[ActivityRecord],
+    result: AttributionResult,
+    program_span: tuple[float, float] | None,
+) -> dict[str, str]:
+    """The report files of a finished attribution (Perfetto trace, timeline plot); file → what it holds."""
+    write_perfetto(directory / "trace.perfetto.json", recording, activities, result, program_span=program_span)
+    plot_timeline(directory / "timeline.png", recording, activities, result, program_span=program_span)
+    return dict(REPORT_FILES)
 
 
 def write_attribution_outputs(
@@ -79,7 +96,7 @@ def markdown_table(result: AttributionResult, *, top: int = 30) -> str:
 def render_attribution_report(run: RunDir, out_dir: Path) -> RenderedReport:
     """``archline report`` for ``run``/``attribute`` directories: redo the attribution from the raw
     traces (any machine) and write ``report.md`` with the table, notes, plot and Perfetto trace."""
-    from archline.measurement.attribution_io import load_raw
+    from archline.measurement.attribute.io import load_raw
     from archline.report.registry import RenderedReport
 
     try:
@@ -88,7 +105,7 @@ def render_attribution_report(run: RunDir, out_dir: Path) -> RenderedReport:
         raw = None
     warnings: list[str] = []
     if raw is not None:
-        from archline.measurement.attribution import attribute_energy
+        from archline.measurement.attribute.attribution import attribute_energy
 
         result = attribute_energy(raw.recording, raw.activities, program_span=raw.program_span)
         files = write_attribution_outputs(out_dir, raw.recording, raw.activities, result, program_span=raw.program_span)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archline.report.csvload import CsvRow
+from archline.records.csvload import CsvRow
 from archline.report.doc import Cell, Missing
 from archline.report.fmt import fmt_pct, fmt_pm, fmt_value
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from archline.report.csvload import CsvRow
+from archline.records.csvload import CsvRow
 
 __all__ = [
     "ARITH_CLASSES",

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from archline.records import Manifest
-from archline.report.csvload import CsvRow
+from archline.records.csvload import CsvRow
 from archline.report.doc import Cell, Missing, Table
 from archline.report.fmt import fmt_num, fmt_sig, is_number
 from archline.report.rundata import manifest_value

@@ -6,13 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from archline.records import RunDir
-from archline.report.arafa_reference import CITATION, VERIFICATION, Arch, match_reference
-from archline.report.cells import UNRESOLVABLE
-from archline.report.csvload import load_csv
-from archline.report.doc import Block, Bullets, Cell, Document, Figure, Heading, Missing, Para, Table
-from archline.report.fmt import fmt_pm, fmt_sig, fmt_value
-from archline.report.header import header_table
-from archline.report.instructions_schema import (
+from archline.records.csvload import load_csv
+from archline.records.instructions import (
     CATEGORIES,
     INSTRUCTION_TYPES,
     INSTRUCTIONS_NAME,
@@ -23,6 +18,11 @@ from archline.report.instructions_schema import (
     read_technique_rows,
     summarize_techniques,
 )
+from archline.report.arafa_reference import CITATION, VERIFICATION, Arch, match_reference
+from archline.report.cells import UNRESOLVABLE
+from archline.report.doc import Block, Bullets, Cell, Document, Figure, Heading, Missing, Para, Table
+from archline.report.fmt import fmt_pm, fmt_sig, fmt_value
+from archline.report.header import header_table
 from archline.report.plots import BarGroup, plot_grouped_bars, plot_technique_errors
 from archline.report.registry import RenderedReport
 from archline.report.render import write_document

@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from archline.core.activity import ActivityRecord
+from archline.core.recording import Recording
 from archline.errors import SensorError
-from archline.measurement.activity import ActivityRecord
-from archline.measurement.attribution_result import AttributionResult
-from archline.measurement.attribution_windows import counter_windows
-from archline.measurement.recording import Recording
+from archline.measurement.attribute.windows import counter_windows
 from archline.records import atomic_write_text
+from archline.records.attribution import AttributionResult
 
 __all__ = ["perfetto_events", "write_perfetto"]
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from archline.bench.schema import RESULT_COLUMNS, TARGET_COLUMNS
 from archline.records import Manifest, RunDir
-from archline.report.csvload import ColType, CsvRow, CsvTable, load_csv
+from archline.records.characterize import RESULT_COLUMNS, TARGET_COLUMNS
+from archline.records.csvload import ColType, CsvRow, CsvTable, load_csv
 
 __all__ = [
     "RESULTS_NAME",

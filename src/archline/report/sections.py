@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from archline.records.csvload import CsvRow, CsvTable
 from archline.report.cells import Ctx, energy_cell, flags_text, value_cell
 from archline.report.classes import ARITH_CLASSES, arith_class
-from archline.report.csvload import CsvRow, CsvTable
 from archline.report.doc import Block, Bullets, Cell, Figure, Heading, Missing, Para, Table
 from archline.report.fmt import fmt_num, is_number
 from archline.report.plots import SweepPoint, ThroughputBar, plot_sweep, plot_throughput_vs_spec

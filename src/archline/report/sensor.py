@@ -35,7 +35,7 @@ def _ms(v: Any) -> str:
 
 
 def _load_recording(run: RunDir) -> Any:
-    from archline.sensors.trace import load_recording
+    from archline.records.traces import load_recording
 
     p = run.path / "traces.npz"
     if not p.exists():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from archline.records.csvload import CsvRow
 from archline.report.cells import Ctx, derived, energy_cell, flags_text, per_unit, value_cell
 from archline.report.classes import ARITH_CLASSES, MEMORY_ORDER, arith_class, memory_label, pick_representative
-from archline.report.csvload import CsvRow
 from archline.report.doc import Cell, Missing, Table
 
 __all__ = [

@@ -11,12 +11,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from numpy.typing import NDArray
 
+from archline.core.activity import ActivityRecord, short_name
+from archline.core.recording import Recording
 from archline.errors import SensorError
-from archline.measurement.activity import ActivityRecord, short_name
-from archline.measurement.attribution_result import AttributionResult
-from archline.measurement.attribution_windows import counter_windows, window_overlap
-from archline.measurement.recording import Recording
+from archline.measurement.attribute.windows import counter_windows, window_overlap
 from archline.records import atomic_write_bytes
+from archline.records.attribution import AttributionResult
 
 __all__ = ["merge_spans", "plot_timeline"]
 

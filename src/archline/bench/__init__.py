@@ -1,1 +1,0 @@
-"""The benchmark runner: calibrate repetitions, warm up, measure, verify, record."""

@@ -1,0 +1,1 @@
+"""Characterize: the microbenchmark suites (MIPP, instructions, roofline sweep), their runner and targets."""

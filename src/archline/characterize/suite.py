@@ -1,0 +1,151 @@
+"""The characterization suite: run the catalogue on one GPU and write results, repeats and targets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from archline.characterize.kernels.spec_table import spec_bytes_per_clk_per_sm, spec_ops_per_clk_per_sm
+from archline.characterize.runner import KernelRun, Runner
+from archline.characterize.targets import evaluate_targets
+from archline.core.kernel import KernelSpec
+from archline.records import RunDir
+from archline.records.characterize import RESULT_COLUMNS, TARGET_COLUMNS
+
+__all__ = ["REPEATED", "SuiteResult", "add_spec_columns", "refresh_targets", "run_suite"]
+
+#: Benchmarks measured a second time at the end of a run, for the repeatability targets.
+REPEATED: tuple[str, ...] = ("arith.fp32.fma", "arith.int32.add", "mem.dram.read", "mem.shared.read")
+
+_EXTRA_COLUMNS = ("energy_counter_j", "wall_s")
+
+
+@dataclass
+class SuiteResult:
+    """What a suite run produced; ``interrupted`` is True after Ctrl-C (rows hold what finished)."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    repeats: list[dict[str, Any]] = field(default_factory=list)
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    runs: list[KernelRun] = field(default_factory=list)
+    interrupted: bool = False
+
+
+def add_spec_columns(row: dict[str, Any], spec: KernelSpec, cc: tuple[int, int]) -> dict[str, Any]:
+    """Add the spec throughput (never guessed: empty for an unknown compute capability) and % of it."""
+    spec_ops = spec_ops_per_clk_per_sm(cc, spec.spec_key)
+    row["spec_ops_per_clk_per_sm"] = spec_ops
+    measured = row.get("ops_per_clk_per_sm")
+    row["frac_of_spec"] = measured / spec_ops if (spec_ops and measured is not None) else None
+    spec_b = spec_bytes_per_clk_per_sm(cc, spec.spec_key)
+    row["spec_bytes_per_clk_per_sm"] = spec_b
+    if spec_b and row.get("bytes_per_clk_per_sm") is not None:
+        row["frac_of_spec"] = row["bytes_per_clk_per_sm"] / spec_b
+    return row
+
+
+def _pct(a: Any, b: Any) -> float | None:
+    if a is None or b is None or not a:
+        return None
+    return (float(b) / float(a) - 1.0) * 100.0
+
+
+def run_suite(
+    runner: Runner,
+    specs: Sequence[KernelSpec],
+    rd: RunDir,
+    *,
+    cc: tuple[int, int],
+    copy_bytes_per_s: float | None,
+    quick: bool,
+    elapsed_s: Callable[[], float],
+    on_start: Callable[[KernelSpec, int, int], None] | None = None,
+    on_done: Callable[[KernelRun], None] | None = None,
+    repeat: Sequence[str] = REPEATED,
+) -> SuiteResult:
+    """Measure every spec, writing ``results.csv`` after each so an interrupted run stays usable.
+
+    Then measure the ``repeat`` benchmarks (those present) a second time and write
+    ``repeat.csv``, and evaluate the targets into ``targets.csv``.
+    """
+    res = SuiteResult()
+    columns = [*RESULT_COLUMNS, *_EXTRA_COLUMNS]
+    total = len(specs)
+    try:
+        for i, spec in enumerate(specs):
+            if on_start:
+                on_start(spec, i, total)
+            run = runner.run(spec)
+            add_spec_columns(run.row, spec, cc)
+            res.rows.append(run.row)
+            res.runs.append(run)
+            rd.write_csv("results.csv", res.rows, columns)
+            if on_done:
+                on_done(run)
+        firsts = {r.spec.name: r for r in res.runs}
+        for name in repeat:
+            if name not in firsts:
+                continue
+            first = firsts[name]
+            if on_start:
+                on_start(first.spec, total, total)
+            second = runner.run(first.spec)
+            a, b = first.row, second.row
+            res.repeats.append(
+                {
+                    "name": name,
+                    "time_s_1": a.get("time_s"),
+                    "time_s_2": b.get("time_s"),
+                    "time_diff_pct": _pct(a.get("time_s"), b.get("time_s")),
+                    "energy_j_1": a.get("energy_j"),
+                    "energy_j_2": b.get("energy_j"),
+                    "energy_diff_pct": _pct(a.get("energy_j"), b.get("energy_j")),
+                }
+            )
+            rd.write_csv("repeat.csv", res.repeats)
+    except KeyboardInterrupt:
+        res.interrupted = True
+    checks = evaluate_targets(
+        res.rows,
+        copy_bytes_per_s=copy_bytes_per_s,
+        suite_seconds=None if res.interrupted else elapsed_s(),
+        quick=quick,
+        repeats=res.repeats,
+    )
+    res.targets = [c.as_row() for c in checks]
+    rd.write_csv("targets.csv", res.targets, list(TARGET_COLUMNS))
+    return res
+
+
+def refresh_targets(rd: RunDir, reason: str) -> list[dict[str, Any]]:
+    """Re-evaluate ``targets.csv`` of a finished run from its own tables with this archline.
+
+    Uses only what the run recorded (results.csv, repeat.csv, the copy bandwidth and wall time
+    in the manifest); a note in the manifest says when and why it was done.
+    """
+    import datetime as _dt
+
+    from archline.errors import RunDirError
+
+    rows = rd.read_csv("results.csv")
+    repeats = rd.read_csv("repeat.csv") if (rd.path / "repeat.csv").is_file() else []
+    extra = rd.manifest.extra
+    if rd.manifest.kind != "characterize":
+        raise RunDirError(f"{rd.path}: targets belong to characterize runs, not {rd.manifest.kind!r} runs")
+    checks = evaluate_targets(
+        rows,
+        copy_bytes_per_s=extra.get("copy_bytes_per_s"),
+        suite_seconds=extra.get("wall_s") if rd.manifest.status == "complete" else None,
+        quick=bool(extra.get("quick")),
+        repeats=repeats,
+    )
+    out = [c.as_row() for c in checks]
+    rd.write_csv("targets.csv", out, list(TARGET_COLUMNS))
+    from archline.core.version import __version__
+
+    stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    rd.update_manifest(
+        notes=(*rd.manifest.notes, f"targets re-evaluated by archline {__version__} at {stamp}: {reason}")
+    )
+    return out

@@ -1,0 +1,1 @@
+"""Value types shared by every layer: readings, recordings, activity records, kernels, the executor protocol."""

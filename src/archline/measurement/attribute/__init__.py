@@ -1,0 +1,1 @@
+"""Per-kernel energy of a program: the activity timeline, energy windows and the attribution fit."""

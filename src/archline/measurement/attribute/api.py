@@ -1,0 +1,416 @@
+"""``archline.attribute()``: per-kernel energy of any block of GPU code (CUPTI timeline + NVML sensors)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from archline.core.activity import ActivityRecord, demangle
+from archline.core.readings import Clock, PowerSource, SystemClock
+from archline.core.recording import Recording
+from archline.errors import ArchlineError, TooLittleTracedError
+from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
+from archline.measurement.attribute.design import GAP_NAMES
+from archline.measurement.attribute.io import RAW_FILES, RESULT_FILES, ChunkWriter, save_raw
+from archline.records import Manifest, RunDir, RunStatus
+from archline.records.attribution import AttributionResult, KernelTable
+
+__all__ = ["SOURCES", "Attribution", "Backend", "Tracer", "attribute", "launch_bound_note", "nvml_backend"]
+
+#: The sensor channels an attribution records.
+SOURCES = ("nvml.buffer", "nvml.energy")
+
+WHOLE_PROGRAM = "[whole program]"
+
+
+class Tracer(Protocol):
+    """What :class:`Attribution` needs from a kernel tracer (:class:`archline.hw.cupti.trace.KernelTracer`)."""
+
+    records: list[ActivityRecord]
+
+    def start(self) -> Any: ...
+
+    def stop(self) -> list[ActivityRecord]: ...
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where sensors, device facts and the tracer come from (NVML + CUPTI, or fakes in tests)."""
+
+    open_sources: Callable[[int], Sequence[PowerSource]]
+    device_static: Callable[[int], dict[str, Any]]
+    device_state: Callable[[int], dict[str, Any]]
+    make_tracer: Callable[[Callable[[list[Any]], None] | None], Tracer]
+    clock: Clock | None = None
+    #: Builds (or finds) the CUPTI injection library for tracing a child process and returns
+    #: its path; raises CUPTIUnavailableError where it cannot. None: archline's own
+    #: (:func:`archline.hw.cupti.inject.build_injection`).
+    injection: Callable[[], Path] | None = None
+    #: Sensor time recorded before and after the block: the energy counter updates every
+    #: ~100 ms and the attribution needs several updates on either side.
+    pre_s: float = 0.5
+    post_s: float = 0.5
+
+
+def nvml_backend() -> Backend:
+    """NVML sensors and a CUPTI tracer (imported only when used)."""
+
+    def open_sources(gpu: int) -> Sequence[PowerSource]:
+        from archline.hw.nvml import open_sources as _open
+
+        return _open(gpu, SOURCES)
+
+    def static(gpu: int) -> dict[str, Any]:
+        from archline.hw.nvml import device_static
+
+        return device_static(gpu)
+
+    def state(gpu: int) -> dict[str, Any]:
+        from archline.hw.nvml import device_state
+
+        return device_state(gpu)
+
+    def tracer(on_batch: Callable[[list[Any]], None] | None) -> Tracer:
+        from archline.hw.cupti.trace import KernelTracer
+
+        return KernelTracer(on_batch=on_batch)
+
+    return Backend(open_sources, static, state, tracer)
+
+
+#: A program counts as launch-bound when its launch gaps fill this share of its span, over at least
+#: LAUNCH_BOUND_MIN_GAPS gaps.
+LAUNCH_BOUND_SHARE = 0.3
+LAUNCH_BOUND_MIN_GAPS = 10_000
+
+
+def launch_bound_note(
+    result: AttributionResult | None, program_span: tuple[float, float] | None, *, duty_cycled: bool
+) -> str | None:
+    """A note for a fully traced program whose GPU mostly waited on kernel launches, which is where
+    tracing slows a program down; None otherwise."""
+    if result is None or program_span is None or duty_cycled:
+        return None
+    span = program_span[1] - program_span[0]
+    gaps = [r for r in result.table if r.name == GAP_NAMES["launch"]]
+    calls = sum(r.calls for r in gaps)
+    busy = sum(r.time_s for r in gaps)
+    if span <= 0 or calls < LAUNCH_BOUND_MIN_GAPS or busy < LAUNCH_BOUND_SHARE * span:
+        return None
+    return (
+        f"launch-bound: the GPU waited between {calls} kernel launches for {100 * busy / span:.0f} % of the "
+        "program; CUPTI's cost per launch slows such programs down (measured in docs/attribution.md); "
+        "archline run --trace-duty 0.3/6 traces 5 % of the time instead"
+    )
+
+
+class ReportWriter(Protocol):
+    """Writes the report files of a finished attribution into its run directory (the report layer's job)."""
+
+    def __call__(
+        self,
+        directory: Path,
+        recording: Recording,
+        activities: Sequence[ActivityRecord],
+        result: AttributionResult,
+        program_span: tuple[float, float] | None,
+    ) -> Mapping[str, str]:
+        """Write the files; return file name → what it holds, for the manifest."""
+        ...
+
+
+class Attribution(contextlib.AbstractContextManager["Attribution"]):
+    """Record a block of GPU code and attribute its energy to its kernels.
+
+    >>> with archline.attribute(gpu=0) as a:      # doctest: +SKIP
+    ...     model(batch)
+    >>> print(a.kernels)                          # doctest: +SKIP
+
+    The sensors start ``pre_s`` before the block and stop ``post_s`` after it (the energy
+    counter updates every ~100 ms, so it needs updates on both sides). With ``out`` the raw
+    traces, the tables, the Perfetto trace and the plot go into that run directory; activity
+    batches the tracer converts while the block runs are saved as they arrive (the CUPTI
+    tracer converts most only after the block, to keep its cost off the program).
+    ``trace=False`` records no kernels: the block gets whole-program energy only, unless
+    activities are added with :meth:`add_activities` (e.g. from the injection library).
+    """
+
+    def __init__(
+        self,
+        gpu: int = 0,
+        *,
+        out: str | Path | None = None,
+        force: bool = False,
+        pre_s: float | None = None,
+        post_s: float | None = None,
+        trace: bool = True,
+        options: AttributionOptions | None = None,
+        backend: Backend | None = None,
+        command: Sequence[str] | None = None,
+        kind: str = "attribute",
+        render: ReportWriter | None = None,
+    ) -> None:
+        self.gpu = gpu
+        self.render = render
+        self.out = Path(out) if out is not None else None
+        self.force = force
+        self.backend = backend or nvml_backend()
+        self.pre_s = self.backend.pre_s if pre_s is None else pre_s
+        self.post_s = self.backend.post_s if post_s is None else post_s
+        self.trace = trace
+        self.options = options
+        self.command = tuple(command) if command is not None else None
+        self.kind = kind
+        self.clock: Clock = self.backend.clock or SystemClock()
+        self.run_dir: RunDir | None = None
+        self.result: AttributionResult | None = None
+        self.recording: Recording | None = None
+        self.activities: list[ActivityRecord] = []
+        self.program_span: tuple[float, float] | None = None
+        self.notes: list[str] = []
+        #: Facts for the manifest's ``extra`` (e.g. which tracer recorded the kernels).
+        self.info: dict[str, Any] = {}
+        self.clock_info: dict[str, Any] | None = None
+        #: Host-clock intervals in which kernels were traced (duty-cycled tracing); None = always.
+        self.traced: list[tuple[float, float]] | None = None
+        self.status: RunStatus = "running"
+        self._extra: list[ActivityRecord] = []
+        self._whole_reason: str | None = None
+        self._sampler: Any = None
+        self._tracer: Tracer | None = None
+        self._chunks: ChunkWriter | None = None
+        self._t0 = 0.0
+
+    # -- public results
+    @property
+    def kernels(self) -> KernelTable:
+        """The per-kernel rows (after the block)."""
+        return self._need().kernels
+
+    @property
+    def table(self) -> KernelTable:
+        """Every row, kernels first, then idle, gaps and the residual."""
+        return self._need().table
+
+    def _need(self) -> AttributionResult:
+        if self.result is None:
+            raise RuntimeError("the attribution is available after the with-block ends")
+        return self.result
+
+    def add_activities(
+        self,
+        records: Sequence[ActivityRecord],
+        clock_info: dict[str, Any] | None = None,
+        *,
+        traced: Sequence[tuple[float, float]] | None = None,
+    ) -> None:
+        """Add activities recorded elsewhere (e.g. by the injection library of a child process).
+
+        ``traced``: the host-clock intervals in which they were recorded, if tracing was duty-cycled.
+        """
+        self._extra.extend(records)
+        if clock_info is not None:
+            self.clock_info = clock_info
+        if traced is not None:
+            self.traced = [*(self.traced or []), *((float(a), float(b)) for a, b in traced)]
+
+    def whole_program_only(self, reason: str) -> None:
+        """Attribute the block as one '[whole program]' row, saying why per-kernel rows are missing."""
+        self._whole_reason = reason
+
+    # -- lifecycle
+    def __enter__(self) -> Attribution:
+        from archline.measurement.sampler import Sampler
+
+        sources = self.backend.open_sources(self.gpu)
+        try:
+            if self.out is not None:
+                static, state = self._device_facts()
+                manifest = Manifest.new(self.kind, gpu=static, state_before=state)
+                if self.command is not None:
+                    manifest = manifest.with_(command=self.command)
+                self.run_dir = RunDir.create(self.out, manifest, overwrite=self.force)
+                self._chunks = ChunkWriter(self.run_dir.path / "raw")
+        except BaseException:
+            for src in sources:
+                src.close()
+            raise
+        self._sampler = Sampler(sources, self.clock)
+        self._sampler.start()
+        try:
+            self.clock.sleep(self.pre_s)
+            if self.trace:
+                self._tracer = self.backend.make_tracer(self._chunks)
+                self._tracer.start()
+        except BaseException as exc:
+            self._sampler.close()
+            if self.run_dir is not None:
+                self.status = "failed"
+                self.run_dir.finish("failed", notes=(*self.notes, f"could not start: {exc}"))
+            raise
+        self._t0 = self.clock.now_s()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is KeyboardInterrupt:
+            self.status = "interrupted"
+        elif exc_type is not None:
+            self.status = "failed"
+        try:
+            self._finish()
+        except BaseException as err:
+            self._close_unfinished(err)
+            if isinstance(err, ArchlineError) and exc_type is not None:
+                return  # The block's own exception is the one to report; ours is in the notes.
+            raise
+
+    def _close_unfinished(self, err: BaseException) -> None:
+        """Mark the run directory finished when :meth:`_finish` stopped before writing its manifest
+        (a sensor error, a second Ctrl-C, a failed write), so it never stays ``running``."""
+        if self.run_dir is None or self.run_dir.manifest.status != "running":
+            return
+        interrupted = isinstance(err, KeyboardInterrupt) or self.status == "interrupted"
+        self.status = "interrupted" if interrupted else "failed"
+        why = "interrupted while finishing" if isinstance(err, KeyboardInterrupt) else f"could not finish: {err}"
+        with contextlib.suppress(Exception):
+            self.run_dir.finish(self.status, notes=(*self.notes, why))
+
+    def _device_facts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        static: dict[str, Any] = {}
+        state: dict[str, Any] = {}
+        try:
+            static = self.backend.device_static(self.gpu)
+            state = self.backend.device_state(self.gpu)
+        except ArchlineError as exc:
+            self.notes.append(f"device facts unavailable ({exc})")
+        return static, state
+
+    def _finish(self) -> None:
+        records: list[ActivityRecord] = []
+        tracer_error: ArchlineError | None = None
+        # The sampler is stopped and its sources closed whatever the tracer or the sleep raise.
+        try:
+            try:
+                if self._tracer is not None:
+                    records = list(self._tracer.stop())
+                    cm = getattr(self._tracer, "clock_map", None)
+                    if cm is not None and hasattr(cm, "to_json"):
+                        self.clock_info = cm.to_json()
+                    for err in getattr(self._tracer, "batch_errors", []):
+                        self.notes.append(f"saving activity batches failed: {err}")
+            except ArchlineError as exc:
+                tracer_error = exc
+                self.notes.append(f"kernel tracing failed: {exc}")
+            t1 = self.clock.now_s()
+            self.program_span = (self._t0, t1)
+            self.clock.sleep(self.post_s)
+        finally:
+            try:
+                self.recording = self._sampler.stop()
+            finally:
+                self._sampler.close()
+        records += self._extra
+        if self._whole_reason is not None or (not self.trace and not records):
+            records = self._whole_program(self._whole_reason or "kernel tracing was off", t1)
+        names = demangle([r.name for r in records if r.kind == "kernel"])
+        records = [replace(r, name=names[r.name]) if r.name in names else r for r in records]
+        self.activities = sorted(records, key=lambda r: (r.start_s, r.end_s))
+        error: ArchlineError | None = tracer_error
+        if error is None:
+            try:
+                try:
+                    self.result = attribute_energy(
+                        self.recording,
+                        self.activities,
+                        program_span=self.program_span,
+                        options=self.options,
+                        traced=self.traced if self._whole_reason is None else None,
+                    )
+                except TooLittleTracedError as exc:
+                    # Duty-cycled tracing saw too little to fit: keep the run, as one whole-program row.
+                    self.activities = self._whole_program(str(exc), t1)
+                    self.result = attribute_energy(
+                        self.recording, self.activities, program_span=self.program_span, options=self.options
+                    )
+            except ArchlineError as exc:
+                error = exc
+                self.notes.append(f"attribution failed: {exc}")
+            else:
+                hint = launch_bound_note(self.result, self.program_span, duty_cycled=self.traced is not None)
+                if hint:
+                    self.notes.append(hint)
+        if self.status == "running":
+            self.status = "failed" if error is not None else "complete"
+        self._write()
+        if error is not None:
+            raise error
+
+    def _whole_program(self, reason: str, t1: float) -> list[ActivityRecord]:
+        """The block as one '[whole program]' activity, with a note saying why."""
+        self.notes.append(f"per-kernel rows unavailable: {reason}; whole-program energy only")
+        return [ActivityRecord(WHOLE_PROGRAM, self._t0, t1, kind="program")]
+
+    def _write(self) -> None:
+        if self.run_dir is None or self.recording is None:
+            return
+        d = self.run_dir.path
+        save_raw(
+            d,
+            self.recording,
+            self.activities,
+            program_span=self.program_span,
+            clock=self.clock_info,
+            info={"gpu": self.gpu, "status": self.status, "traced_intervals": self.traced},
+        )
+        if self._chunks is not None:
+            self._chunks.remove()
+        files = dict(RAW_FILES)
+        if self.clock_info is None:
+            files.pop("raw/clock.json", None)
+        if self.result is not None:
+            self.result.write(d)
+            files.update(RESULT_FILES)
+            if self.render is not None:
+                files.update(self.render(d, self.recording, self.activities, self.result, self.program_span))
+        _, state_after = self._device_facts()
+        notes = tuple(self.notes) + (self.result.notes if self.result is not None else ())
+        extra: dict[str, Any] = {**self.info, "gpu_index": self.gpu}
+        if self.result is not None:
+            extra["total_energy_j"] = self.result.total_energy_j
+            extra["whole_program_only"] = self.result.whole_program_only
+        if self.program_span is not None:
+            extra["program_s"] = self.program_span[1] - self.program_span[0]
+        self.run_dir.finish(self.status, state_after=state_after, files=files, notes=notes, extra=extra)
+
+    def __repr__(self) -> str:
+        e = self.result.total_energy_j if self.result is not None else math.nan
+        return f"Attribution(gpu={self.gpu}, status={self.status!r}, total_energy_j={e:.4g})"
+
+
+def attribute(
+    gpu: int = 0,
+    *,
+    out: str | Path | None = None,
+    force: bool = False,
+    pre_s: float | None = None,
+    post_s: float | None = None,
+    options: AttributionOptions | None = None,
+    backend: Backend | None = None,
+    render: ReportWriter | None = None,
+) -> Attribution:
+    """Per-kernel energy of the code in a ``with`` block (see :class:`Attribution`).
+
+    >>> with archline.attribute(gpu=0) as a:      # doctest: +SKIP
+    ...     loss = model(batch).sum(); loss.backward()
+    >>> a.kernels[0].name, a.kernels[0].energy_j   # doctest: +SKIP
+    """
+    return Attribution(
+        gpu, out=out, force=force, pre_s=pre_s, post_s=post_s, options=options, backend=backend, render=render
+    )

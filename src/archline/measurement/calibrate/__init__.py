@@ -1,0 +1,1 @@
+"""Sensor calibration: known loads on the GPU, the fit of each power source's response, stored profiles."""

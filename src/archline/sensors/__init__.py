@@ -1,1 +1,0 @@
-"""Power sources (NVML, simulated sensors, trace files) behind one PowerSource interface."""
