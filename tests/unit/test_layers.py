@@ -86,7 +86,7 @@ def test_no_import_cycle_between_files() -> None:
         stack.append(m)
         for t in sorted(graph[m]):
             if state.get(t) == 1:
-                cycle = stack[stack.index(t) :] + [t]
+                cycle = [*stack[stack.index(t) :], t]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if t not in state:
                 visit(t)
