@@ -164,9 +164,6 @@ class KernelTable(Sequence[KernelRow]):
     def energy_j(self) -> float:
         return float(sum(r.energy_j for r in self._rows))
 
-    def to_rows(self) -> list[dict[str, Any]]:
-        return [r.to_row() for r in self._rows]
-
     def __str__(self) -> str:
         head = f"{'name':<48} {'calls':>7} {'time ms':>10} {'energy J':>10} {'share':>6} {'power W':>8}  method"
         lines = [head]

@@ -64,9 +64,6 @@ class CsvTable:
     columns: tuple[str, ...]
     rows: tuple[CsvRow, ...]
 
-    def has(self, col: str) -> bool:
-        return col in self.columns
-
 
 def _convert(path: Path, line: int, col: str, kind: ColType, s: str) -> Value:
     s = s.strip()

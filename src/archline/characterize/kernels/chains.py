@@ -53,15 +53,6 @@ SIM_BUDGET = 40_000_000
 #: threads, so a long single-thread chain (the paper's one-thread shape) must not loop for minutes.
 STEP_BUDGET = 50_000
 
-_NP_DTYPE: dict[RegClass, type[np.generic]] = {
-    "b16": np.uint16,
-    "b32": np.uint32,
-    "b64": np.uint64,
-    "f32": np.float32,
-    "f64": np.float64,
-}
-
-
 @dataclass(frozen=True)
 class Operand:
     """A run-time operand of the chain, passed as a scalar argument so ptxas cannot fold it.
@@ -376,7 +367,3 @@ def check_chain(
         why = ref.domain(got_state, ops)
         if why:
             raise Reject(f"{label}: {why}")
-
-
-def np_dtype(cls: RegClass) -> type[np.generic]:
-    return _NP_DTYPE[cls]

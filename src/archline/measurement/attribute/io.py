@@ -15,7 +15,7 @@ from archline.core.activity import ActivityKind, ActivityRecord
 from archline.core.recording import Recording
 from archline.errors import RunDirError, TraceError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
-from archline.records import atomic_write_text, read_csv, write_json
+from archline.records import atomic_write_text, write_json
 from archline.records.activity import read_activities, write_activities
 from archline.records.attribution import AttributionResult
 
@@ -174,8 +174,3 @@ def reanalyze(directory: str | os.PathLike[str], options: AttributionOptions | N
     return attribute_energy(
         raw.recording, raw.activities, program_span=raw.program_span, options=options, traced=traced
     )
-
-
-def read_kernel_rows(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The rows of a run's ``kernels.csv``."""
-    return read_csv(Path(directory) / "kernels.csv")
