@@ -7,13 +7,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from archline.core.executor import Executor
 from archline.errors import UnsupportedArchitectureError
 from archline.measurement.energy import WindowEstimator
 from archline.measurement.sampler import Sampler
 from archline.records import Manifest, RunDir, RunStatus
+
+if TYPE_CHECKING:
+    from archline.hw.cuda import CudaExecutor
 
 __all__ = ["MIN_COMPUTE_CAPABILITY", "GPUSession", "save_recording"]
 
@@ -54,7 +56,7 @@ class GPUSession:
         self._sources = sources
         self._extra = dict(extra or {})
         self.t0 = 0.0
-        self.ex: Executor
+        self.ex: CudaExecutor
         self.rd: RunDir
         self.sampler: Sampler
 

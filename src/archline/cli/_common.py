@@ -6,7 +6,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -20,7 +20,8 @@ __all__ = ["console", "err_console", "fail", "handle_errors", "print_json", "pro
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -29,11 +30,11 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def handle_errors(fn: F) -> F:
+def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
     """Turn archline's exceptions into a one-line message and a non-zero exit, never a traceback."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
         except ArchlineError as exc:
@@ -47,7 +48,7 @@ def handle_errors(fn: F) -> F:
             where = f"{exc.filename}: " if exc.filename is not None else ""
             raise fail(_escape(f"{where}{exc.strerror or exc}"), 1) from None
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper
 
 
 def _escape(s: str) -> str:

@@ -132,7 +132,7 @@ def _characterize(
                 specs = [k for k in specs if k.group in groups]
             planned = len(specs)
             err_console.print(f"archline: {dev.name}: measuring the device-to-device copy bandwidth")
-            copy_bps, _ = s.ex.copy_bandwidth()  # type: ignore[attr-defined]
+            copy_bps, _ = s.ex.copy_bandwidth()
             s.note_extra(planned=[k.name for k in specs], copy_bytes_per_s=copy_bps, target_s=target_s)
             est = s.estimator(progress=lambda m: err_console.print(f"archline: sensor calibration: {m}"))
             runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from archline.cli._common import console, err_console, handle_errors, progress_bar
 from archline.errors import InputError
+
+if TYPE_CHECKING:
+    from archline.characterize.kernels.instructions import InstructionPair, Shape
+    from archline.records.instructions import InstructionRow
 
 __all__ = ["parse_opt_levels", "register"]
 
@@ -46,7 +52,23 @@ def parse_opt_levels(text: str) -> list[int]:
     return out
 
 
-def _repeat_diffs(rows: list, earlier: Path) -> list:  # type: ignore[type-arg]
+def parse_shapes(text: str) -> list[Shape]:
+    """``full,single`` → the launch shapes, each checked against the suite's."""
+    from archline.characterize.kernels.instructions import SHAPES
+
+    out: list[Shape] = []
+    for s in (p.strip() for p in text.split(",")):
+        if not s:
+            continue
+        if s not in SHAPES:
+            raise InputError(f"--shapes: unknown launch shape {s!r}; use one of {', '.join(SHAPES)}")
+        out.append(s)
+    if not out:
+        raise InputError("--shapes: no launch shape given (e.g. --shapes full,single)")
+    return out
+
+
+def _repeat_diffs(rows: Sequence[InstructionRow], earlier: Path) -> list[InstructionRow]:
     from archline.records import RunDir
     from archline.records.instructions import read_instruction_rows
 
@@ -93,8 +115,7 @@ def register(app: typer.Typer) -> None:
         from archline.characterize.kernels.instructions import instruction_pairs
 
         levels = parse_opt_levels(opt)
-        shape_list = [s.strip() for s in shapes.split(",") if s.strip()]
-        pairs = instruction_pairs(only or ["*"], shapes=shape_list)  # type: ignore[arg-type]
+        pairs = instruction_pairs(only or ["*"], shapes=parse_shapes(shapes))
         if repeat_of is not None:
             _repeat_diffs([], repeat_of)  # read the earlier table now: fail before the measurement, not after
         if target_s <= 0:
@@ -102,7 +123,16 @@ def register(app: typer.Typer) -> None:
         _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s)
 
 
-def _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s) -> None:  # type: ignore[no-untyped-def]
+def _run(
+    gpu: int,
+    pairs: Sequence[InstructionPair],
+    levels: Sequence[int],
+    output: Path,
+    force: bool,
+    repeat_of: Path | None,
+    techniques: bool,
+    target_s: float,
+) -> None:
     from archline.characterize.instructions import InstructionResult, run_instruction_table, run_techniques
     from archline.characterize.kernels.instructions import instruction_pairs
     from archline.characterize.runner import Runner, RunnerOptions

@@ -86,7 +86,7 @@ def _run(
         def say(msg: str, *_: Any) -> None:
             err_console.print(f"archline: {msg}")
 
-        copy_bps, _ = s.ex.copy_bandwidth()  # type: ignore[attr-defined]
+        copy_bps, _ = s.ex.copy_bandwidth()
         est = s.estimator(progress=lambda m: say(f"sensor calibration: {m}"))
         runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)
         run_roofline(

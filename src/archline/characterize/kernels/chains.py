@@ -53,6 +53,7 @@ SIM_BUDGET = 40_000_000
 #: threads, so a long single-thread chain (the paper's one-thread shape) must not loop for minutes.
 STEP_BUDGET = 50_000
 
+
 @dataclass(frozen=True)
 class Operand:
     """A run-time operand of the chain, passed as a scalar argument so ptxas cannot fold it.
