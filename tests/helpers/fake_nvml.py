@@ -115,6 +115,46 @@ def make_fake_nvml(
     def nvmlDeviceGetCurrentClocksEventReasons(h: str) -> int:
         return 0x4
 
+    # Static facts and state for the manifest (device_static / device_state), per handle "gpu<i>".
+    class _Mem:
+        total, used, free = 80 << 30, 1 << 30, 79 << 30
+
+    class _Pci:
+        busId = b"00000000:19:00.0"
+
+    facts: dict[str, Any] = {
+        "nvmlDeviceGetName": lambda h: b"Fake H100",
+        "nvmlDeviceGetUUID": lambda h: f"GPU-fa4e0000-0000-0000-0000-00000000000{h[-1]}",
+        "nvmlDeviceGetSerial": lambda h: "0",
+        "nvmlDeviceGetVbiosVersion": lambda h: "96.00.00.00.00",
+        "nvmlDeviceGetPciInfo": lambda h: _Pci(),
+        "nvmlDeviceGetMemoryInfo": lambda h: _Mem(),
+        "nvmlDeviceGetMaxClockInfo": lambda h, which: 1980 if which == consts["NVML_CLOCK_SM"] else 2619,
+        "nvmlDeviceGetApplicationsClock": lambda h, which: 1755 if which == consts["NVML_CLOCK_SM"] else 2619,
+        "nvmlDeviceGetPowerManagementLimit": lambda h: 700_000,
+        "nvmlDeviceGetPowerManagementDefaultLimit": lambda h: 700_000,
+        "nvmlDeviceGetPowerManagementLimitConstraints": lambda h: (200_000, 700_000),
+        "nvmlDeviceGetEnforcedPowerLimit": lambda h: 700_000,
+        "nvmlDeviceGetPersistenceMode": lambda h: 1,
+        "nvmlDeviceGetComputeMode": lambda h: 0,
+        "nvmlDeviceGetMigMode": lambda h: (0, 0),
+        "nvmlDeviceGetPerformanceState": lambda h: 0,
+        "nvmlSystemGetDriverVersion": lambda: "580.159.04",
+        "nvmlSystemGetCudaDriverVersion": lambda: 13000,
+        "nvmlSystemGetNVMLVersion": lambda: "13.580.159.04",
+    }
+
+    def _fact(name: str, fn: Any) -> Any:
+        def call(*args: Any) -> Any:
+            guard(name)
+            return fn(*args)
+
+        call.__name__ = name
+        return call
+
+    for name, fn in facts.items():
+        setattr(m, name, _fact(name, fn))
+
     for fn in (
         nvmlInit,
         nvmlShutdown,

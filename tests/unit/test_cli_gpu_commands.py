@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from archline.cli.app import app
-from archline.errors import NVMLUnavailableError
-from archline.hw import nvml
+from tests.helpers.fake_nvml import make_fake_nvml
 
 
 @pytest.fixture
 def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    def missing() -> int:
-        raise NVMLUnavailableError("NVML is not available (test): no NVIDIA driver on this machine?")
-
-    monkeypatch.setattr(nvml, "device_count", missing)
-    monkeypatch.setattr(nvml.NVMLSession, "__init__", lambda self, gpu=0: missing())
+    """A machine whose NVML has no driver behind it (the fake pynvml fails nvmlInit)."""
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml(init_error=9))
 
 
 def _one_line_error(res: object) -> str:
@@ -160,27 +157,14 @@ def test_monitor_all_closes_the_gpus_it_opened_when_a_later_one_fails(monkeypatc
 def test_measure_passes_a_signal_death_through_as_128_plus_n(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    from archline.core.readings import empty_readings
-    from archline.measurement.api import Measurement
-
-    class Silent:
-        name, quantity, poll_interval_s, blocking, nominal_period_s = "nvml.buffer", "power", 0.01, False, None
-
-        def read(self):  # type: ignore[no-untyped-def]
-            return empty_readings(self.name, "power")
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(nvml, "device_state", lambda gpu: {})
-    monkeypatch.setattr(Measurement, "_open_nvml", lambda self: [Silent()])
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
     res = CliRunner().invoke(app, ["measure", "--json", "--", "sh", "-c", "kill -9 $$"])
     assert res.exit_code == 128 + 9, res.output
     assert json.loads(res.stdout)["exit_code"] == 137
 
 
 def test_measure_of_a_missing_command_is_one_line_127(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(nvml, "device_state", lambda gpu: {})
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
     res = CliRunner().invoke(app, ["measure", "--", "archline-no-such-command-xyz", "--flag"])
     assert res.exit_code == 127
     assert "archline-no-such-command-xyz" in _one_line_error(res)

@@ -9,6 +9,7 @@ import pytest
 
 from archline.errors import GPUUnavailableError, NVMLUnavailableError, PermissionDeniedError, UnknownNameError
 from archline.hw import nvml
+from tests.helpers.fake_gpu import FakeClock
 from tests.helpers.fake_nvml import make_fake_nvml
 
 
@@ -40,11 +41,11 @@ def test_no_gpu(fake) -> None:  # type: ignore[no-untyped-def]
         nvml.NVMLSession(0)
 
 
-def test_buffer_drains_new_samples_in_watts_and_seconds(fake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_buffer_drains_new_samples_in_watts_and_seconds(fake) -> None:  # type: ignore[no-untyped-def]
     m = fake()
-    monkeypatch.setattr(nvml.time, "time_ns", lambda: 1_000_000_000)  # "now" = 1e6 µs
     m.state["samples"] = [(999_990, 50_000), (1_000_010, 100_000), (1_000_030, 250_000)]
-    (src,) = nvml.open_sources(0, ["nvml.buffer"])
+    session = nvml.NVMLSession(0, clock=FakeClock(1.0))  # "now" = 1e6 µs
+    (src,) = nvml.open_sources(session, ["nvml.buffer"])
     r = src.read()
     np.testing.assert_allclose(r.t_s, [1.00001, 1.00003])
     np.testing.assert_allclose(r.value, [100.0, 250.0])
@@ -52,16 +53,16 @@ def test_buffer_drains_new_samples_in_watts_and_seconds(fake, monkeypatch) -> No
     m.state["samples"].append((1_000_050, 300_000))
     assert src.read().value.tolist() == [300.0]
     src.close()
+    session.close()
     assert m.state["init"] == 0
 
 
-def test_buffer_catches_a_sample_filed_after_a_newer_one(fake, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_buffer_catches_a_sample_filed_after_a_newer_one(fake) -> None:  # type: ignore[no-untyped-def]
     from archline.core.readings import Readings
 
     m = fake()
-    monkeypatch.setattr(nvml.time, "time_ns", lambda: 1_000_000_000)
     m.state["samples"] = [(1_000_010, 100_000), (1_000_050, 300_000)]
-    (src,) = nvml.open_sources(0, ["nvml.buffer"])
+    (src,) = nvml.open_sources(nvml.NVMLSession(0, clock=FakeClock(1.0)), ["nvml.buffer"])
     first = src.read()
     assert first.value.tolist() == [100.0, 300.0]
     # The driver files the sample stamped 1_000_030 only now, after 1_000_050 was read.

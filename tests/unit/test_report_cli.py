@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from archline.cli.app import app
 from archline.records import RunDir
 from archline.report import registry
-from archline.report.registry import RenderedReport, register_renderer
+from archline.report.registry import RenderedReport, register_renderer, unregister_renderer
 from tests.helpers.rundirs import make_characterize_run, make_instructions_run
 
 runner = CliRunner()
@@ -63,8 +63,7 @@ def test_report_dispatches_instructions(tmp_path: Path) -> None:
     assert "Table I" in (tmp_path / "inst" / "report.md").read_text(encoding="utf-8")
 
 
-def test_report_dispatches_to_a_registered_renderer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "_RENDERERS", {})
+def test_report_dispatches_to_a_registered_renderer(tmp_path: Path) -> None:
     seen: list[Path] = []
 
     def fake(run: RunDir, out: Path) -> RenderedReport:
@@ -73,11 +72,14 @@ def test_report_dispatches_to_a_registered_renderer(tmp_path: Path, monkeypatch:
         md.write_text("# roofline\n", encoding="utf-8")
         return RenderedReport(run.manifest.kind, md, None, (md,), run.manifest.status)
 
-    register_renderer("roofline", fake)
+    register_renderer("test-plugin", fake)
     path = tmp_path / "roof"
     make_characterize_run(path, sweeps=False, targets=False)
-    RunDir.open(path).update_manifest(kind="roofline")
-    res = runner.invoke(app, ["report", str(path)])
+    RunDir.open(path).update_manifest(kind="test-plugin")
+    try:
+        res = runner.invoke(app, ["report", str(path)])
+    finally:
+        unregister_renderer("test-plugin")
     assert res.exit_code == 0, res.output
     assert seen == [path]
     assert "report:" in res.stdout and "html:" not in res.stdout
@@ -158,10 +160,12 @@ def test_renderer_registry_validates_kind() -> None:
     assert {"characterize", "instructions"} <= set(registry.registered_kinds())
 
 
-def test_a_renderer_that_cannot_load_is_a_one_line_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "_RENDERERS", {})
-    monkeypatch.setattr(registry, "_BUILTIN", {"ghost": "archline.report.no_such_module:render"})
+def test_a_renderer_that_cannot_load_is_a_one_line_error(tmp_path: Path) -> None:
+    register_renderer("ghost", "archline.report.no_such_module:render")
     path = tmp_path / "ghost"
     make_characterize_run(path, sweeps=False, targets=False)
     RunDir.open(path).update_manifest(kind="ghost")
-    _fails_in_one_line(["report", str(path)], "cannot be loaded")
+    try:
+        _fails_in_one_line(["report", str(path)], "cannot be loaded")
+    finally:
+        unregister_renderer("ghost")

@@ -1,17 +1,22 @@
-"""NVML power sources and device state: the only module that imports NVML (nvidia-ml-py)."""
+"""NVML power sources and device state: the only module that imports NVML (nvidia-ml-py).
+
+Over 400 lines on purpose: everything that touches NVML lives here, so its errors are
+translated in one map (:data:`_ERRORS`, used by :func:`nvml_call`), the library is initialised
+in one place (:func:`_init`), every source is named once (:data:`SOURCES`) and every
+timestamp comes from the session's injected clock.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from archline.core.readings import Quantity, Readings, empty_readings
+from archline.core.readings import Clock, Quantity, Readings, SystemClock, empty_readings
 from archline.errors import (
     ArchlineError,
     GPUUnavailableError,
@@ -23,12 +28,14 @@ from archline.errors import (
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "SOURCES",
     "THROTTLE_BITS",
     "NVMLSession",
     "decode_throttle",
     "device_count",
     "device_state",
     "device_static",
+    "nvml_call",
     "open_sources",
 ]
 
@@ -61,7 +68,8 @@ THROTTLE_BITS: dict[int, tuple[str, bool]] = {
 _FI_POWER_AVERAGE = 185  # NVML_FI_DEV_POWER_AVERAGE: 1 s average on Ampere and later (NVML docs)
 _FI_POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def _nvml() -> Any:
@@ -72,51 +80,74 @@ def _nvml() -> Any:
     return pynvml
 
 
+def _error_map() -> dict[int, tuple[type[ArchlineError], str]]:
+    """NVML return code → archline exception and its message (``{what}``, ``{msg}`` filled in)."""
+    nv = _nvml()
+    unavailable = (NVMLUnavailableError, "NVML is not available ({msg}): no NVIDIA driver on this machine?")
+    lost = (GPUUnavailableError, "{what}: {msg}")
+    return {
+        nv.NVML_ERROR_LIBRARY_NOT_FOUND: unavailable,
+        nv.NVML_ERROR_DRIVER_NOT_LOADED: unavailable,
+        nv.NVML_ERROR_UNINITIALIZED: unavailable,
+        nv.NVML_ERROR_NO_PERMISSION: (PermissionDeniedError, "{what}: permission denied by the NVIDIA driver ({msg})"),
+        nv.NVML_ERROR_INVALID_ARGUMENT: lost,
+        nv.NVML_ERROR_NOT_FOUND: lost,
+        nv.NVML_ERROR_GPU_IS_LOST: lost,
+        nv.NVML_ERROR_NOT_SUPPORTED: (SensorError, "{what}: not supported on this GPU ({msg})"),
+    }
+
+
 def _translate(exc: Exception, what: str) -> ArchlineError:
     """Map one NVMLError to archline's exception (the only place NVML errors are interpreted)."""
+    cls, template = _error_map().get(getattr(exc, "value", -1), (SensorError, "{what}: NVML error: {msg}"))
+    return cls(template.format(what=what, msg=str(exc)))
+
+
+def nvml_call(what: str, fn: Callable[..., T], *args: Any) -> T:
+    """Call one NVML function; its error becomes archline's, with ``what`` as context."""
     nv = _nvml()
-    code = getattr(exc, "value", None)
-    msg = str(exc)
-    if code in (nv.NVML_ERROR_LIBRARY_NOT_FOUND, nv.NVML_ERROR_DRIVER_NOT_LOADED, nv.NVML_ERROR_UNINITIALIZED):
-        return NVMLUnavailableError(f"NVML is not available ({msg}): no NVIDIA driver on this machine?")
-    if code == nv.NVML_ERROR_NO_PERMISSION:
-        return PermissionDeniedError(f"{what}: permission denied by the NVIDIA driver ({msg})")
-    if code in (nv.NVML_ERROR_INVALID_ARGUMENT, nv.NVML_ERROR_NOT_FOUND, nv.NVML_ERROR_GPU_IS_LOST):
-        return GPUUnavailableError(f"{what}: {msg}")
-    if code == nv.NVML_ERROR_NOT_SUPPORTED:
-        return SensorError(f"{what}: not supported on this GPU ({msg})")
-    return SensorError(f"{what}: NVML error: {msg}")
+    try:
+        return fn(*args)
+    except nv.NVMLError as exc:
+        raise _translate(exc, what) from None
 
 
-def _guard(what: str) -> Callable[[F], F]:
+def _init() -> Any:
+    """Initialise NVML (reference-counted by NVML itself) and return the module."""
+    nv = _nvml()
+    try:
+        nv.nvmlInit()
+    except nv.NVMLError as exc:
+        raise _translate(exc, "NVML initialisation") from None
+    except OSError as exc:  # libnvidia-ml.so missing entirely
+        raise NVMLUnavailableError(f"NVML library cannot be loaded ({exc})") from None
+    return nv
+
+
+def _guard(what: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
     """Decorator: NVML errors inside become archline errors with ``what`` as context."""
 
-    def deco(fn: F) -> F:
+    def deco(fn: Callable[P, T]) -> Callable[P, T]:
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            nv = _nvml()
-            try:
-                return fn(*args, **kwargs)
-            except nv.NVMLError as exc:
-                raise _translate(exc, what) from None
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+            return nvml_call(what, lambda: fn(*args, **kwargs))
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     return deco
 
 
 class NVMLSession:
-    """An initialised NVML library (reference-counted by NVML itself) and one device handle."""
+    """An initialised NVML library and one device handle: the hardware session of one GPU.
+
+    ``clock`` stamps every reading the session's sources take (the host's wall clock by
+    default, the clock of NVML's sample buffer and of CUPTI).
+    """
 
     @_guard("NVML initialisation")
-    def __init__(self, gpu: int = 0) -> None:
-        nv = _nvml()
-        try:
-            nv.nvmlInit()
-        except nv.NVMLError as exc:
-            raise _translate(exc, "NVML initialisation") from None
-        except OSError as exc:  # libnvidia-ml.so missing entirely
-            raise NVMLUnavailableError(f"NVML library cannot be loaded ({exc})") from None
+    def __init__(self, gpu: int = 0, *, clock: Clock | None = None) -> None:
+        nv = _init()
+        self.clock: Clock = clock or SystemClock()
         n = nv.nvmlDeviceGetCount()
         if n == 0:
             nv.nvmlShutdown()
@@ -163,13 +194,7 @@ def device_count() -> int:
 
 @contextmanager
 def _session_for_count() -> Iterator[int]:
-    nv = _nvml()
-    try:
-        nv.nvmlInit()
-    except nv.NVMLError as exc:
-        raise _translate(exc, "NVML initialisation") from None
-    except OSError as exc:
-        raise NVMLUnavailableError(f"NVML library cannot be loaded ({exc})") from None
+    nv = _init()
     try:
         yield int(nv.nvmlDeviceGetCount())
     finally:
@@ -261,7 +286,7 @@ def _device_state(session: NVMLSession) -> dict[str, Any]:
         return {"mask": mask, "reasons": names, "throttled": slowed}
 
     return {
-        "time_utc_s": time.time(),
+        "time_utc_s": session.clock.now_s(),
         "sm_clock_mhz": _try(lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
         "mem_clock_mhz": _try(lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
         "app_sm_clock_mhz": _try(lambda: nv.nvmlDeviceGetApplicationsClock(h, nv.NVML_CLOCK_SM)),
@@ -297,11 +322,10 @@ class _NVMLSource:
         self._owns_session = False
 
     def read(self) -> Readings:
-        nv = _nvml()
-        try:
-            return self._read()
-        except nv.NVMLError as exc:
-            raise _translate(exc, f"{self.name} on GPU {self._session.gpu}") from None
+        return nvml_call(f"{self.name} on GPU {self._session.gpu}", self._read)
+
+    def _now_ns(self) -> int:
+        return round(self._session.clock.now_s() * 1e9)
 
     def _read(self) -> Readings:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -336,7 +360,7 @@ class BufferSource(_NVMLSource):
     def __init__(self, session: NVMLSession) -> None:
         super().__init__(session)
         # Start from "now" so the recording does not include samples from before it began.
-        self._start_us = self._last_us = time.time_ns() // 1000
+        self._start_us = self._last_us = self._now_ns() // 1000
         self._recent: set[int] = set()
 
     def _read(self) -> Readings:
@@ -386,9 +410,9 @@ class _ChangeOnly(_NVMLSource):
         raise NotImplementedError
 
     def _read(self) -> Readings:
-        t0 = time.time_ns()
+        t0 = self._now_ns()
         v = self._value_w()
-        t1 = time.time_ns()
+        t1 = self._now_ns()
         self._polls += 1
         if v == self._last:
             return empty_readings(self.name, self.quantity)
@@ -448,9 +472,9 @@ class EnergySource(_NVMLSource):
 
     def _read(self) -> Readings:
         nv = _nvml()
-        t0 = time.time_ns()
+        t0 = self._now_ns()
         mj = nv.nvmlDeviceGetTotalEnergyConsumption(self._h)
-        t1 = time.time_ns()
+        t1 = self._now_ns()
         r = self._one((t0 + t1) * 0.5e-9, float(mj) * 1e-3)
         return Readings(r.source, r.quantity, r.t_s, r.value, {"call_s": (t1 - t0) * 1e-9})
 
@@ -467,21 +491,27 @@ class _ScalarSource(_NVMLSource):
         self._get = getter
 
     def _read(self) -> Readings:
-        t0 = time.time_ns()
+        t0 = self._now_ns()
         v = self._get(self._h)
-        t1 = time.time_ns()
+        t1 = self._now_ns()
         return self._one((t0 + t1) * 0.5e-9, float(v))
 
 
-def _scalar_sources() -> dict[str, tuple[Quantity, Callable[[Any], float]]]:
-    nv = _nvml()
-    return {
-        "nvml.sm_clock": ("sm_clock", lambda h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
-        "nvml.mem_clock": ("mem_clock", lambda h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
-        "nvml.temperature": ("temperature", lambda h: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
-        "nvml.throttle": ("throttle", lambda h: nv.nvmlDeviceGetCurrentClocksEventReasons(h)),
-        "nvml.memory_used": ("memory_used", lambda h: nv.nvmlDeviceGetMemoryInfo(h).used),
-    }
+def _clock(kind: str) -> Callable[[Any], float]:
+    return lambda h: float(_nvml().nvmlDeviceGetClockInfo(h, getattr(_nvml(), kind)))
+
+
+#: Cheap scalar telemetry: name → (quantity, getter on a device handle).
+_SCALARS: dict[str, tuple[Quantity, Callable[[Any], float]]] = {
+    "nvml.sm_clock": ("sm_clock", _clock("NVML_CLOCK_SM")),
+    "nvml.mem_clock": ("mem_clock", _clock("NVML_CLOCK_MEM")),
+    "nvml.temperature": (
+        "temperature",
+        lambda h: float(_nvml().nvmlDeviceGetTemperature(h, _nvml().NVML_TEMPERATURE_GPU)),
+    ),
+    "nvml.throttle": ("throttle", lambda h: float(_nvml().nvmlDeviceGetCurrentClocksEventReasons(h))),
+    "nvml.memory_used": ("memory_used", lambda h: float(_nvml().nvmlDeviceGetMemoryInfo(h).used)),
+}
 
 
 def open_sources(gpu: int | NVMLSession, names: Sequence[str] | None = None) -> list[_NVMLSource]:
@@ -507,25 +537,20 @@ def open_sources(gpu: int | NVMLSession, names: Sequence[str] | None = None) -> 
     return out
 
 
+#: Every NVML source by name, and how to open it on a session (the one list of names).
+SOURCES: dict[str, Callable[[NVMLSession], _NVMLSource]] = {
+    "nvml.buffer": BufferSource,
+    "nvml.instant": lambda s: FieldSource(s, _FI_POWER_INSTANT, "nvml.instant"),
+    "nvml.average": lambda s: FieldSource(s, _FI_POWER_AVERAGE, "nvml.average"),
+    "nvml.usage": UsageSource,
+    "nvml.energy": EnergySource,
+    **{name: functools.partial(_ScalarSource, name=name, quantity=q, getter=g) for name, (q, g) in _SCALARS.items()},
+}
+
+
 def _open(session: NVMLSession, names: Sequence[str] | None) -> list[_NVMLSource]:
     wanted = tuple(names) if names is not None else DEFAULT_SOURCES
-    scalars = _scalar_sources()
-    out: list[_NVMLSource] = []
-    for n in wanted:
-        if n == "nvml.buffer":
-            out.append(BufferSource(session))
-        elif n == "nvml.instant":
-            out.append(FieldSource(session, _FI_POWER_INSTANT, n))
-        elif n == "nvml.average":
-            out.append(FieldSource(session, _FI_POWER_AVERAGE, n))
-        elif n == "nvml.usage":
-            out.append(UsageSource(session))
-        elif n == "nvml.energy":
-            out.append(EnergySource(session))
-        elif n in scalars:
-            q, get = scalars[n]
-            out.append(_ScalarSource(session, n, q, get))
-        else:
-            known = ", ".join(["nvml.buffer", "nvml.instant", "nvml.average", "nvml.usage", "nvml.energy", *scalars])
-            raise UnknownNameError(f"unknown NVML source {n!r} (known: {known})")
-    return out
+    unknown = [n for n in wanted if n not in SOURCES]
+    if unknown:
+        raise UnknownNameError(f"unknown NVML source {unknown[0]!r} (known: {', '.join(SOURCES)})")
+    return [SOURCES[n](session) for n in wanted]

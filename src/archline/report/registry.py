@@ -19,6 +19,7 @@ __all__ = [
     "registered_kinds",
     "render_run",
     "renderer_for",
+    "unregister_renderer",
 ]
 
 
@@ -62,14 +63,26 @@ _BUILTIN: dict[str, str] = {
 }
 
 
-def register_renderer(kind: str, fn: Renderer) -> None:
+def register_renderer(kind: str, fn: Renderer | str) -> None:
     """Make ``archline report`` render run directories whose manifest ``kind`` is ``kind`` with ``fn``.
 
-    A later registration for the same kind replaces the earlier one (so a module can be reloaded).
+    ``fn`` is a renderer, or ``"module:function"`` to import on first use. A later registration
+    for the same kind replaces the earlier one (so a module can be reloaded).
     """
     if not kind or not kind.strip():
         raise ValueError("a renderer needs a non-empty kind")
-    _RENDERERS[kind] = fn
+    _RENDERERS.pop(kind, None)
+    _BUILTIN.pop(kind, None)
+    if isinstance(fn, str):
+        _BUILTIN[kind] = fn
+    else:
+        _RENDERERS[kind] = fn
+
+
+def unregister_renderer(kind: str) -> None:
+    """Forget the renderer of ``kind`` (a plug-in's or a test's own kind)."""
+    _RENDERERS.pop(kind, None)
+    _BUILTIN.pop(kind, None)
 
 
 def registered_kinds() -> tuple[str, ...]:
