@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Reproduce archline's shipped runs on a machine with an NVIDIA GPU: build archline's wheel from this
+# checkout, install it as a user would, then run the named steps. Every shipped run under results/
+# names the step that made it (docs/results.md).
+#
+#   OUT=/some/dir scripts/device.sh STEP [STEP ...]
+#
+# Steps (each writes run directories under $OUT/results/<gpu>/... and a log under $OUT/logs):
+#   sensor          archline sensor calibrate + sensor validate of this board, in one run
+#   characterize    archline characterize (the full suite, with the roofline section)
+#   quick           archline characterize --quick --roofline
+#   instructions    archline instructions (full and single-thread shapes)
+#   roofline        archline roofline (sweep, fit, held-out kernels counted with ncu)
+#   real            benchmarks/validate_real_programs.py (measure of PyTorch training, GEMM, regions)
+#   replay          benchmarks/validate_replay.py (graph replay of ResNet-50 and transformer steps)
+#   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops, overhead)
+#   tensor          benchmarks/validate_tensor.py (tensor cores, operand data, L1 and latency)
+#   model           benchmarks/validate_model_ml.py (the frozen model on held-out ML kernels)
+#   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
+#
+# Environment: QUICK=1 passes --quick where a step has it. Wheels of packages the machine lacks
+# (hatchling to build the wheel, cupti-python, dask...) are taken from .whl/ when present.
+# archline never changes clocks, power limits or persistence mode; neither does this script.
+set -u
+OUT=${OUT:?set OUT to a writable directory}
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here" || exit 1
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+site=${ARCHLINE_SITE:-/tmp/archline-site}
+mkdir -p "$OUT/logs" "$site"
+
+install() {
+  if ls .whl/*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" .whl/*.whl || return 1
+  fi
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"
+  rm -rf /tmp/archline-dist
+  python3 -m pip wheel -q --no-deps --no-build-isolation --no-index -w /tmp/archline-dist . || return 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$site" /tmp/archline-dist/archline-*.whl || return 1
+  (cd /tmp && python3 -c "import archline, sys; print('archline', archline.__version__, 'from', archline.__file__)")
+}
+
+gpu_name() {
+  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | tr 'A-Z' 'a-z' | grep -oE 'h100|h200|a100|b200|gb200|l40s?|[a-z][0-9]{2,4}' | head -1
+}
+
+step() {  # step NAME LIMIT_S CMD...: run with a time limit, log, keep going on failure
+  local name=$1 limit=$2; shift 2
+  local t0; t0=$(date +%s)
+  echo "=== $name (limit ${limit} s)"
+  (cd /tmp && timeout "$limit" "$@") >"$OUT/logs/$name.log" 2>&1
+  local rc=$?
+  echo "--- $name: rc=$rc, $(( $(date +%s) - t0 )) s"
+  tail -n "${TAILN:-25}" "$OUT/logs/$name.log"
+}
+
+install >"$OUT/logs/install.log" 2>&1 || { cat "$OUT/logs/install.log"; echo "install failed"; exit 1; }
+tail -1 "$OUT/logs/install.log"
+G=${GPU:-$(gpu_name)}; G=${G:-gpu}
+R="$OUT/results/$G"; mkdir -p "$R"
+nvidia-smi --query-gpu=index,name,uuid,driver_version,power.limit,clocks.sm,clocks.mem,persistence_mode,temperature.gpu --format=csv >"$OUT/logs/nvidia-smi.csv" 2>&1
+q=(); [ "${QUICK:-0}" = 1 ] && q=(--quick)
+B="$here/benchmarks"
+
+for s in "$@"; do
+  case "$s" in
+    sensor) step sensor 300 archline sensor validate --calibrate -o "$R/sensor" ;;
+    characterize) step characterize 590 archline characterize -o "$R/characterize" ;;
+    quick) step quick 300 archline characterize --quick --roofline -o "$R/characterize-quick" ;;
+    instructions) step instructions 590 archline instructions -o "$R/instructions" ;;
+    roofline) step roofline 450 archline roofline -o "$R/roofline" ;;
+    real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" "${q[@]}" ;;
+    replay) step replay 240 python3 "$B/validate_replay.py" --out "$R/replay" "${q[@]}" ;;
+    attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
+    tensor) step tensor 300 python3 "$B/validate_tensor.py" --out "$R/tensor" "${q[@]}" ;;
+    model) step model 330 python3 "$B/validate_model_ml.py" --out "$R/model" --components "$R/tensor/characterize" "${q[@]}" ;;
+    node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
+    *) echo "unknown step $s"; exit 2 ;;
+  esac
+done
+
+# What comes back: one archive of the run directories and one of the logs (the device tool returns
+# at most 8 files).
+tar -C "$OUT/results" -czf "$OUT/results-$G-$(IFS=-; echo "$*").tar.gz" . && rm -rf "$OUT/results"
+tar -C "$OUT" -czf "$OUT/logs-$G-$(IFS=-; echo "$*").tar.gz" logs && rm -rf "$OUT/logs"
+ls -la "$OUT"
