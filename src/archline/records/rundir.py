@@ -1,4 +1,8 @@
-"""Run directories: versioned manifest, atomic writes, CSV/JSON tables that any machine can read back."""
+"""Run directories: versioned manifest, atomic writes, CSV/JSON tables that any machine can read back.
+
+Over 400 lines on purpose: the manifest, the atomic writers and the run-directory life cycle
+(open, finish, interrupted) are one contract that every layer writes through.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Trace any CUDA program in a child process: build archline's CUPTI injection library and read what it recorded."""
+"""Trace any CUDA program in a child process: build archline's CUPTI injection library and read what it recorded.
+
+Over 400 lines on purpose: the build of cupti_inject.c and the reader of its binary chunk
+format (header, activities, clock pairs, detach and incomplete records) are one protocol.
+"""
 
 from __future__ import annotations
 
