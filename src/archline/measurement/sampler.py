@@ -25,6 +25,11 @@ class Sampler:
 
     Regions are marked on the same clock as the readings (the host's CLOCK_REALTIME), so a
     region's energy can be integrated from any source afterwards.
+
+    ``background=False`` starts no thread: sources are read by :meth:`flush` and :meth:`stop`
+    only. That is the mode for an injected clock (a simulated GPU whose sources report
+    everything since their last read), where it makes every recording deterministic; it is the
+    default whenever ``clock`` is not the host's :class:`SystemClock`.
     """
 
     def __init__(
@@ -34,12 +39,14 @@ class Sampler:
         *,
         settle_s: float = 0.1,
         meta: dict[str, Any] | None = None,
+        background: bool | None = None,
     ) -> None:
         names = [s.name for s in sources]
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate source names: {names}")
         self._sources = list(sources)
         self._clock: Clock = clock or SystemClock()
+        self._background = isinstance(self._clock, SystemClock) if background is None else background
         self._settle_s = settle_s
         self._meta = dict(meta or {})
         self._parts: dict[str, list[Readings]] = {s.name: [] for s in sources}
@@ -61,6 +68,8 @@ class Sampler:
         self._running = True
         self._stop.clear()
         self._start_s = self._clock.now_s()
+        if not self._background:
+            return self
         cheap = [s for s in self._sources if not s.blocking]
         if cheap:
             self._threads.append(threading.Thread(target=self._loop, args=(cheap,), daemon=True, name="archline-poll"))
@@ -191,4 +200,4 @@ class Sampler:
                     due[s.name] = now + s.poll_interval_s
             wait = min(due.values()) - self._clock.now_s()
             if wait > 0:
-                self._stop.wait(wait) if isinstance(self._clock, SystemClock) else self._clock.sleep(wait)
+                self._stop.wait(wait)
