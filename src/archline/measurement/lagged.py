@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ from scipy import sparse
 
 from archline.errors import SensorError
 
-__all__ = ["LagFit", "correct_lag", "correction_matrix", "fit_lag_step"]
+__all__ = ["LagFit", "RiseFit", "correct_lag", "correction_matrix", "fit_lag_step", "fit_rising_edges", "rising_edges"]
 
 F64 = NDArray[np.float64]
 
@@ -147,3 +148,145 @@ def fit_lag_step(
     return LagFit(
         lag_s=c, lag_sigma_s=sig, before_w=b0, after_w=after, delay_s=d, rms_w=float(np.sqrt(s2)), n=int(yy.size)
     )
+
+
+@dataclass(frozen=True)
+class RiseFit:
+    """The lag constant from the rising edges of a trace (Burtscher §5: the curve from a kernel's
+    start to its end, before the active-idle hold and the step-downs that follow it).
+
+    ``lag_s`` is the precision-weighted median of the per-edge fits (0 when the edges show no
+    lag: an averaging sensor), ``lag_sigma_s`` its 1 σ; ``ramp_window_s`` is set instead when the
+    edges are straight ramps ending in a corner (a boxcar average of that length, not a lag).
+    ``edges`` counts the rising edges used; ``per_edge_s`` holds each edge's fitted constant.
+    """
+
+    lag_s: float
+    lag_sigma_s: float
+    edges: int
+    per_edge_s: tuple[float, ...]
+    ramp_window_s: float | None = None
+
+
+def rising_edges(t_s: F64, y_w: F64, noise_w: float, *, min_rise_w: float | None = None) -> list[tuple[int, int]]:
+    """Rising edges as (first reading above the level before, reading at the peak) index pairs.
+
+    An edge starts where the readings climb by more than 3 σ of noise per reading, for a total
+    of at least ``min_rise_w`` (default: 10 σ and 5 % of the trace's range), and ends at the
+    highest reading before they fall back by more than 4 σ and 2 % of the rise (the load ended).
+    """
+    n = y_w.size
+    if n < 6:
+        return []
+    lo, hi = (float(v) for v in np.percentile(y_w, [1, 99]))
+    need = max(10 * noise_w, 0.05 * (hi - lo), 1e-9) if min_rise_w is None else min_rise_w
+    thr = 3.0 * math.sqrt(2.0) * max(noise_w, 1e-12)
+    up = np.diff(y_w) > thr  # up[k]: reading k+1 rose
+    out: list[tuple[int, int]] = []
+    k = 0
+    while k < up.size:
+        if not up[k]:
+            k += 1
+            continue
+        i0 = k + 1
+        base = float(y_w[k])
+        top = float(y_w[i0])
+        peak = i0
+        j = i0 + 1
+        while j < n:
+            if y_w[j] > top:
+                top, peak = float(y_w[j]), j
+            elif top - y_w[j] > max(4 * noise_w, 0.02 * (top - base)):
+                break
+            j += 1
+        if top - base >= need and peak - i0 >= 2:
+            out.append((i0, peak))
+        k = max(j - 1, k + 1)
+    return out
+
+
+def _edge_fits(t: F64, y: F64) -> tuple[float, float, float, float, float]:
+    """Exponential (lag) and ramp (boxcar) fits of one rising edge; returns
+    (lag, lag σ, lag rms, ramp window, ramp rms)."""
+    from scipy import optimize
+
+    tt = t - t[0]
+    span = max(float(tt[-1]), 1e-9)
+    a0, b0 = float(y[-1]), float(y[0])
+    scale = max(abs(a0 - b0), 1e-9)
+
+    def r_exp(th: F64) -> F64:
+        return np.asarray(th[0] + (th[1] - th[0]) * np.exp(-tt / th[2]) - y, np.float64) / scale
+
+    best: Any = None
+    for c0 in (span / 30, span / 6, span):
+        res = optimize.least_squares(
+            r_exp, [a0, b0, c0], bounds=([-np.inf, -np.inf, 1e-7], [np.inf, np.inf, 50 * span])
+        )
+        if best is None or res.cost < best.cost:
+            best = res
+    dof = max(tt.size - 3, 1)
+    s2 = 2 * best.cost / dof
+    try:
+        cov = np.linalg.pinv(best.jac.T @ best.jac) * s2
+        sig = float(np.sqrt(max(cov[2, 2], 0.0)))
+    except np.linalg.LinAlgError:
+        sig = float("inf")
+    lag, rms_exp = float(best.x[2]), math.sqrt(s2) * scale
+
+    def r_ramp(th: F64) -> F64:
+        f = np.clip((tt - th[2]) / max(th[3], 1e-9), 0.0, 1.0)
+        return np.asarray(th[0] + (th[1] - th[0]) * f - y, np.float64) / scale
+
+    ramp = optimize.least_squares(
+        r_ramp,
+        [b0, a0, -0.5 * (tt[1] if tt.size > 1 else 0.0), 0.5 * span],
+        bounds=([-np.inf, -np.inf, -span, 1e-7], [np.inf, np.inf, span, 2 * span]),
+    )
+    rms_ramp = math.sqrt(2 * ramp.cost / max(tt.size - 4, 1)) * scale
+    return lag, sig, rms_exp, float(ramp.x[3]), rms_ramp
+
+
+def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60) -> RiseFit | None:
+    """Fit the lag constant from every rising edge of a cleaned trace (no known loads needed).
+
+    Each edge is fitted from its first reading above the level before it to its peak, with the
+    starting level free, so neither the step's time nor the level it started from (an
+    unsettled active idle, a previous kernel) matters, and what follows the load (holds,
+    step-downs, tails) does not enter. The same edge is also fitted as a straight ramp into a
+    corner (a boxcar average); when ramps fit the edges clearly better, the result is a window,
+    not a lag. None when the trace has no usable rising edge.
+    """
+    edges = rising_edges(t_s, y_w, noise_w)
+    if not edges:
+        return None
+    if len(edges) > max_edges:
+        pick = np.unique(np.linspace(0, len(edges) - 1, max_edges).astype(np.int64))
+        edges = [edges[int(i)] for i in pick]
+    lags: list[float] = []
+    sigs: list[float] = []
+    exp_ss = ramp_ss = 0.0
+    ramps: list[float] = []
+    for i0, peak in edges:
+        lag, sig, rms_e, win, rms_r = _edge_fits(t_s[i0 : peak + 1], y_w[i0 : peak + 1])
+        if not (np.isfinite(lag) and np.isfinite(sig)):
+            continue
+        lags.append(lag)
+        sigs.append(max(sig, 1e-3 * lag, 1e-9))
+        ramps.append(win)
+        exp_ss += rms_e**2
+        ramp_ss += rms_r**2
+    if not lags:
+        return None
+    lag_arr, sig_arr = np.array(lags), np.array(sigs)
+    ramp_window = float(np.median(ramps)) if ramp_ss < 0.5 * exp_ss else None
+    w = 1.0 / sig_arr**2
+    order = np.argsort(lag_arr)
+    cw = np.cumsum(w[order])
+    med = float(lag_arr[order][int(np.searchsorted(cw, 0.5 * cw[-1]))])
+    # The spread of the edges, or their fit σ, whichever is larger (a robust weighted error).
+    near = np.abs(lag_arr - med) <= 5 * np.maximum(sig_arr, 0.05 * med)
+    wn = w[near]
+    sigma_fit = float(1.0 / math.sqrt(wn.sum())) if wn.sum() > 0 else float("inf")
+    spread = float(1.4826 * np.median(np.abs(lag_arr[near] - med)) / math.sqrt(max(near.sum() - 1, 1)))
+    return RiseFit(med, max(sigma_fit, spread), int(near.sum()), tuple(lags), ramp_window)

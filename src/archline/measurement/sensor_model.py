@@ -20,10 +20,19 @@ from archline.measurement.clean import (
     find_displaced,
     update_period,
 )
-from archline.measurement.lagged import fit_lag_step
+from archline.measurement.lagged import RiseFit, fit_lag_step, fit_rising_edges
 from archline.measurement.response import kernel_support_s
 
-__all__ = ["SENSOR_KINDS", "EdgeStats", "SensorModel", "classify", "edge_stats", "infer_model", "parse_kind"]
+__all__ = [
+    "SENSOR_KINDS",
+    "EdgeStats",
+    "SensorModel",
+    "classify",
+    "edge_stats",
+    "infer_model",
+    "lag_from_rises",
+    "parse_kind",
+]
 
 F64 = NDArray[np.float64]
 SENSOR_KINDS: tuple[str, ...] = get_args(SensorKind)
@@ -240,6 +249,51 @@ def _edge_lag(t_s: F64, y_w: F64, i0: int, stop: int, l0: float, amp: float) -> 
     return fit.lag_s
 
 
+def lag_from_rises(rise: RiseFit | None, period_s: float) -> tuple[float, float] | None:
+    """The lag constant and its 1 σ (s) when the rising edges show a lag the data pin down
+    (at least a quarter period, known to 25 %, and not a straight ramp), else None."""
+    if rise is None or rise.ramp_window_s is not None:
+        return None
+    if rise.lag_s < 0.25 * period_s or not rise.lag_sigma_s <= 0.25 * rise.lag_s:
+        return None
+    return rise.lag_s, max(rise.lag_sigma_s, 0.005 * rise.lag_s)
+
+
+def _kind_from_edges(
+    stats: EdgeStats, rise: RiseFit | None, period: float, jitter: float, notes: list[str]
+) -> tuple[float, float, float | None, SensorKind, bool, float]:
+    """(lag, lag σ, window, kind, identified, edge σ) from how the trace's transitions look."""
+    # Without known loads nothing shows where, relative to its stamp, a reading looks (delay,
+    # window alignment): each edge is charged a uniform position within a period.
+    edge_sigma = max(jitter, period / math.sqrt(12.0))
+    lagged = lag_from_rises(rise, period)
+    if lagged is not None and rise is not None:
+        notes.append(
+            f"{rise.edges} rising edges fit a first-order lag C = {1e3 * lagged[0]:.1f} ± {1e3 * lagged[1]:.1f} ms"
+        )
+        return lagged[0], lagged[1], 0.0, "lagged", True, edge_sigma
+    if stats.n_edges == 0:
+        notes.append("no full transitions in the trace: assumed an averaging sensor, edges uncertain by half a period")
+        return 0.0, 0.0, None, "averaging", False, max(jitter, 0.5 * period)
+    if stats.median_transition >= 4:
+        # Slow transitions without an exponential's curvature: a boxcar longer than the period.
+        window = stats.median_transition * period / 0.9
+        notes.append(
+            f"transitions take a median {stats.median_transition:.0f} readings as straight ramps: "
+            f"a {1e3 * window:.0f} ms average"
+        )
+        return 0.0, 0.0, window, "averaging", True, edge_sigma
+    if stats.n_edges >= 8 and stats.intermediate_fraction < 0.5:
+        window = min(0.95, stats.intermediate_fraction / 0.9) * period
+        notes.append(
+            f"only {100 * stats.intermediate_fraction:.0f} % of {stats.n_edges} transitions caught mid-way: "
+            "readings cover part of each period"
+        )
+        return 0.0, 0.0, window, "part-time", True, max(jitter, (period - window) / math.sqrt(12.0))
+    notes.append(f"{stats.n_edges} transitions completed within one or two readings: averaging")
+    return 0.0, 0.0, None, "averaging", True, edge_sigma
+
+
 def infer_model(
     readings: Readings,
     *,
@@ -270,41 +324,9 @@ def infer_model(
         )
     period, jitter = update_period(t)
     noise = max(estimate_noise_w(y), estimate_quantum_w(y) / math.sqrt(12.0))
-    stats = edge_stats(t, y, noise)
-    lag = 0.0
-    lag_sigma = 0.0
-    window: float | None = None
-    guessed: SensorKind
-    # Without known loads nothing shows where, relative to its stamp, a reading looks (delay,
-    # window alignment, short lags): each edge is charged a uniform position within a period.
-    edge_sigma = max(jitter, period / math.sqrt(12.0))
-    identified = True
-    if stats.n_edges == 0:
-        identified = False
-        guessed = "averaging"
-        # Where within its period a reading looks is unknown: charge half a period per edge.
-        edge_sigma = max(jitter, 0.5 * period)
-        notes.append("no full transitions in the trace: assumed an averaging sensor, edges uncertain by half a period")
-    elif stats.median_transition >= 4:
-        guessed = "lagged"
-        if stats.lag_estimates_s:
-            lag = float(np.median(stats.lag_estimates_s))
-            lag_sigma = float(1.4826 * np.median(np.abs(np.asarray(stats.lag_estimates_s) - lag)))
-            if len(stats.lag_estimates_s) > 1:
-                lag_sigma /= math.sqrt(len(stats.lag_estimates_s) - 1)
-            lag_sigma = max(lag_sigma, 0.01 * lag)
-        notes.append(f"transitions take a median {stats.median_transition:.0f} readings: lagged")
-    elif stats.n_edges >= 8 and stats.intermediate_fraction < 0.5:
-        guessed = "part-time"
-        window = min(0.95, stats.intermediate_fraction / 0.9) * period
-        edge_sigma = max(jitter, (period - window) / math.sqrt(12.0))
-        notes.append(
-            f"only {100 * stats.intermediate_fraction:.0f} % of {stats.n_edges} transitions caught mid-way: "
-            "readings cover part of each period"
-        )
-    else:
-        guessed = "averaging"
-        notes.append(f"{stats.n_edges} transitions completed within one or two readings: averaging")
+    stats = edge_stats(t, y, noise, fit_lag=False)
+    rise = fit_rising_edges(t, y, noise)
+    lag, lag_sigma, window, guessed, identified, edge_sigma = _kind_from_edges(stats, rise, period, jitter, notes)
     chosen: SensorKind = guessed
     origin = "auto"
     if kind is not None and kind != "auto":
@@ -312,6 +334,7 @@ def infer_model(
         origin = "override"
         if chosen != guessed:
             notes.append(f"kind overridden: {chosen} (the data suggested {guessed})")
+            window = 0.0 if chosen == "lagged" else None
     if capacitance_s is not None:
         if capacitance_s < 0:
             raise SensorError(f"capacitance must be >= 0 s, got {capacitance_s}")

@@ -26,8 +26,8 @@ from archline.measurement.clean import (
     update_period,
 )
 from archline.measurement.idle import IdleLevels, idle_levels
-from archline.measurement.lagged import correct_lag
-from archline.measurement.sensor_model import SensorModel, classify
+from archline.measurement.lagged import correct_lag, fit_rising_edges
+from archline.measurement.sensor_model import SensorModel, classify, lag_from_rises
 
 __all__ = ["LoadCheck", "SensorFit", "fit_sensor"]
 
@@ -164,6 +164,31 @@ def _fit_candidate(prob: _Problem, tiling: bool) -> tuple[F64, float, F64]:
     return best_th, math.sqrt(2 * best.cost / n), sig
 
 
+def _rising_edge_lag(model: SensorModel, prob: _Problem, t_s: F64, y_w: F64, noise_w: float) -> SensorModel:
+    """For a strongly lagged sensor, C from the rising edges alone, as ``infer_model`` gets it.
+
+    The joint fit models a load as a rectangle over one idle level; a K20-like GPU holds an
+    active-idle level after each load and steps it down over seconds (Burtscher §4.2), which
+    that fit mistakes for a longer lag. The rising edges (load start to peak) are free of it,
+    so C comes from them (the same function ``analyze --sensor auto`` uses) and the delay is
+    refitted with C fixed.
+    """
+    if not model.correct_lag:
+        return model
+    got = lag_from_rises(fit_rising_edges(t_s, y_w, noise_w), model.period_s)
+    if got is None:
+        return model
+    lag, lag_sigma = got
+    p = model.period_s
+
+    def res(x: F64) -> F64:
+        return prob.residual(model.window_s, float(x[0]), lag)
+
+    sol = optimize.least_squares(res, [model.delay_s], bounds=([-0.5 * p], [3 * p + 0.05]), x_scale=[p])
+    kind, _ = classify(model.period_s, model.window_s, lag)
+    return model.with_(kind=kind, lag_s=lag, lag_sigma_s=lag_sigma, delay_s=float(sol.x[0]))
+
+
 def fit_sensor(readings: Readings, loads: Sequence[Region], *, max_rel_uncertainty: float = 0.2) -> SensorFit:
     """Fit the sensor model to readings taken while known loads ran.
 
@@ -230,6 +255,7 @@ def fit_sensor(readings: Readings, loads: Sequence[Region], *, max_rel_uncertain
         origin="fit",
     )
     prob = _Problem(ts, y, loads, period)
+    model = _rising_edge_lag(model, prob, ts, y, noise)
     base, amp = prob.amplitudes(prob.response(window, model.delay_s, model.lag_s))
     checks, edge_sigma = load_checks(readings, loads, model, prob.names, base, amp, max_rel_uncertainty)
     # The fit's covariance assumes the model is exact; the load-by-load errors show how far
