@@ -18,6 +18,7 @@ __all__ = [
     "SimulatedPowerSource",
     "SimulatedSensor",
     "ZooSensor",
+    "simulate_counter_polls",
     "simulate_energy",
     "simulate_polled",
     "simulate_power",
@@ -276,6 +277,37 @@ def simulate_energy(
     if sensor.energy_quantum_j > 0:
         e = np.round(e / sensor.energy_quantum_j) * sensor.energy_quantum_j
     return Readings(sensor.name.replace("power", "energy"), "energy", tu, np.asarray(e, np.float64))
+
+
+def simulate_counter_polls(
+    signal: PiecewisePower,
+    *,
+    period_s: float = 0.1,
+    phase_s: float = 0.037,
+    poll_gap_s: float = 0.01,
+    call_s: tuple[float, float] = (0.0024, 0.004),
+    quantum_j: float = 0.001,
+    offset_j: float = 1000.0,
+    seed: int | np.random.Generator = 0,
+) -> Readings:
+    """NVML's energy counter as a poller on its own thread sees it: the counter (exact true energy,
+    rounded to ``quantum_j``) updates every ``period_s`` at ``phase_s`` past the signal's start;
+    each blocking call lasts uniformly ``call_s`` (s), reads the counter at a random instant
+    inside itself and is stamped at its middle; the poller sleeps ``poll_gap_s`` between calls."""
+    rng = np.random.default_rng(seed)
+    a, b = signal.start_s, signal.end_s
+    ups = a + phase_s + period_s * np.arange(math.floor((b - a - phase_s) / period_s) + 1)
+    at_up = signal.cumulative_j(ups) - signal.cumulative_j(np.array([a]))[0] + offset_j
+    if quantum_j > 0:
+        at_up = np.round(at_up / quantum_j) * quantum_j
+    n = math.ceil((b - a) / (poll_gap_s + call_s[0])) + 1
+    dur = rng.uniform(call_s[0], call_s[1], n)
+    start = a + np.concatenate([[0.0], np.cumsum(dur[:-1] + poll_gap_s)])
+    read = start + rng.uniform(0.0, 1.0, n) * dur
+    k = np.searchsorted(ups, read, side="right") - 1
+    ok = (k >= 0) & (start + dur <= b)
+    stamp = start + 0.5 * dur
+    return Readings("sim.energy", "energy", stamp[ok], at_up[k[ok]], {"simulated": "counter"})
 
 
 @dataclass
