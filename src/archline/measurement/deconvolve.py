@@ -10,7 +10,7 @@ estimate energy-conserving: ``Σ_v level_v·Q_v = Σ_k Δ_k·ŷ_k`` with ``Q_v =
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -71,7 +71,9 @@ class Solution:
 
     ``seen_s`` = ``Q_v``, the weighted time for which the readings respond to column v;
     ``info_s`` = 1/(M⁻¹)_vv, the part of that which is not confounded with other columns
-    (near 0 when a window cannot be told apart from its neighbours).
+    (near 0 when a window cannot be told apart from its neighbours). ``residual_w`` are the
+    (corrected) readings minus the fit, from reading ``first_reading`` on, and
+    ``residual_noise_w`` what noise alone would leave in each (1 σ, W).
     """
 
     levels_w: F64
@@ -79,6 +81,9 @@ class Solution:
     seen_s: F64
     identifiable: NDArray[np.bool_]
     info_s: F64
+    residual_w: F64 = field(default_factory=lambda: np.empty(0))
+    residual_noise_w: F64 = field(default_factory=lambda: np.empty(0))
+    first_reading: int = 0
 
 
 def build_segments(
@@ -207,7 +212,10 @@ def solve_levels(
     seen = np.asarray(rw.sum(axis=0)).ravel()
     diag = m.diagonal()
     ident = (diag > 1e-15) & (np.abs(seen) > 0)
-    return _finish(m, rhs, seen, ident, rw, lmat, noise_w, var_cols, n_cols)
+    sol = _finish(m, rhs, seen, ident, rw, lmat, noise_w, var_cols, n_cols)
+    resid = np.asarray(y_hat - r_hat @ np.nan_to_num(sol.levels_w), np.float64)
+    gain = np.sqrt(np.asarray(lmat.multiply(lmat).sum(axis=1)).ravel())
+    return replace(sol, residual_w=resid, residual_noise_w=noise_w * gain, first_reading=i0)
 
 
 def _finish(

@@ -37,6 +37,8 @@ __all__ = [
 F64 = NDArray[np.float64]
 SENSOR_KINDS: tuple[str, ...] = get_args(SensorKind)
 
+#: Transitions needed before a sensor is taken as identified full-coverage averaging.
+_MIN_EDGES = 10
 #: A reading whose lag tail decays to 10 % of its weight spans this many time constants.
 _TENTH = math.log(10.0)
 
@@ -79,7 +81,9 @@ class SensorModel:
     timing uncertainty of one window edge as seen through this sensor (from a calibration, or
     the timestamp jitter); ``noise_w`` the reading noise (None: estimated from the data).
     ``identified`` is False when the data could not show the kind and it was assumed; windows
-    shorter than two update periods are then never reported as resolved.
+    shorter than two update periods are then never reported as resolved. ``edge_coherent``:
+    ``edge_sigma_s`` is one unknown offset shared by every edge (where a reading looks relative
+    to its stamp, when nothing calibrated it), charged through the delay, not edge by edge.
     """
 
     kind: SensorKind
@@ -95,6 +99,7 @@ class SensorModel:
     window_sigma_s: float = 0.0
     edge_sigma_s: float | None = None
     identified: bool = True
+    edge_coherent: bool = False
     origin: str = "auto"
     notes: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -153,6 +158,7 @@ class SensorModel:
             "noise_w": self.noise_w,
             "edge_sigma_s": self.edge_sigma_s,
             "identified": self.identified,
+            "edge_sigma_coherent": self.edge_coherent,
             "notes": list(self.notes),
             **self.extra,
         }
@@ -290,8 +296,21 @@ def _kind_from_edges(
             "readings cover part of each period"
         )
         return 0.0, 0.0, window, "part-time", True, max(jitter, (period - window) / math.sqrt(12.0))
-    notes.append(f"{stats.n_edges} transitions completed within one or two readings: averaging")
-    return 0.0, 0.0, None, "averaging", True, edge_sigma
+    # Few transitions cannot tell a full-coverage average from a part-time one: a part-time
+    # sensor misses a share of the edges, which takes several to see.
+    enough = stats.n_edges >= _MIN_EDGES
+    notes.append(
+        f"{stats.n_edges} transitions completed within one or two readings: averaging"
+        + ("" if enough else f" (assumed: fewer than {_MIN_EDGES} transitions cannot rule out a part-time sensor)")
+    )
+    return 0.0, _lag_bound(rise, period), None, "averaging", enough, edge_sigma
+
+
+def _lag_bound(rise: RiseFit | None, period_s: float) -> float:
+    """1 σ (s) on the lag of a sensor taken as lag-free: what the rising edges allow, at most P/4."""
+    if rise is None or rise.ramp_window_s is not None:
+        return 0.25 * period_s
+    return float(min(rise.lag_s + rise.lag_sigma_s, 0.25 * period_s))
 
 
 def infer_model(
@@ -362,6 +381,7 @@ def infer_model(
         lag_sigma_s=lag_sigma,
         edge_sigma_s=edge_sigma,
         identified=identified or origin == "override",
+        edge_coherent=True,
         origin=origin,
         notes=tuple(notes),
         extra={"edges": stats.n_edges, "readings": len(readings), "repeats_dropped": len(readings) - len(r)},

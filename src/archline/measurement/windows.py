@@ -17,6 +17,7 @@ from archline.measurement.clean import drop_repeats, estimate_noise_w, estimate_
 from archline.measurement.deconvolve import _MIN_SEEN, Series, Solution, build_segments, solve_levels
 from archline.measurement.integrate import integrate_windows_j
 from archline.measurement.sensor_model import SensorModel
+from archline.measurement.uncertainty import misfit_variance_j2
 from archline.measurement.window_groups import clusters, layers, observed
 
 __all__ = ["DEFAULT_MAX_REL_UNCERTAINTY", "DEFAULT_SHAPE_KAPPA", "WindowEnergy", "prepare_series", "window_energies"]
@@ -281,6 +282,10 @@ def _solve_cluster(
             kw2[key] = float(kw[key] or 0.0) + sig
             alt = run(seg_c, np.empty(0, np.int64), kw2)
             dparam += np.nan_to_num(alt.levels_w - sol.levels_w) ** 2
+    # A timing error common to every edge (where a reading looks relative to its stamp) is
+    # charged coherently above, through the re-solve with the delay moved; only the part that
+    # differs edge by edge (stamp jitter) is charged to each edge on its own.
+    edge_random = model.period_jitter_s if model.edge_coherent else edge_sigma
     col_of = {w: int(c) for w, c in zip(cl, cols, strict=True)}
     # Segments are contiguous and each window is one of them, so its start finds it.
     pos_of = {w: int(k) for w, k in zip(cl, np.searchsorted(seg_a, starts[cl]), strict=True)}
@@ -296,10 +301,11 @@ def _solve_cluster(
         left = sol.levels_w[seg_c[k - 1]] if k > 0 else lev
         right = sol.levels_w[seg_c[k + 1]] if k + 1 < seg_c.size else lev
         d = ends[w] - starts[w]
-        edge2[g] += (edge_sigma**2) * ((lev - left) ** 2 + (lev - right) ** 2)
+        edge2[g] += (edge_random**2) * ((lev - left) ** 2 + (lev - right) ** 2)
         obs, n_read = observed(series, model, starts[w], ends[w])
         base = 0.5 * (left + right)
         shape2[g] += ((1 - obs) * kappa * abs(lev - base) * d) ** 2 / max(n_read, 1)
+        shape2[g] += misfit_variance_j2(sol, series, model, starts[w], ends[w])
         dur[g] += d
         info[w] = (obs, n_read, base)
     # Short windows packed close together alias with the sampling (a train at the sensor's own
@@ -336,7 +342,11 @@ def _solve_cluster(
             sigma = float(math.sqrt(max(sig_level2, 0.0)) * d)
             ok = bool(sigma <= max_rel * abs(energy))
             note = "" if ok else f"uncertainty above {100 * max_rel:.0f} % of the energy"
-            if ok and not model.identified and d < 2 * model.period_s:
+            if not model.identified and d < 2 * model.period_s:
+                # The sensor may not have seen it at all (part-time): the window may have
+                # drawn anything within the trace's range.
+                lo, hi = series.range_w
+                sigma = max(sigma, float(max(hi - lev, lev - lo, noise) * d))
                 ok = False
                 note = "sensor model assumed, not identified from the data: too short to trust"
             if ok and crowded[w]:
