@@ -115,6 +115,16 @@ def prepare_series(readings: Readings, model: SensorModel) -> tuple[Series, floa
     return Series(t0, rel, y, win, wts), float(noise)
 
 
+def _unseen_span_w(series: Series, level_w: float, noise_w: float) -> float:
+    """How far (W) the power of a window no reading saw may lie from the estimate: the trace's
+    range, and at least three times the estimate (a GPU's busy power reaches several times its
+    idle power, and a missed kernel leaves no trace in the readings' range)."""
+    lo, hi = series.range_w
+    if not np.isfinite(level_w):
+        return max(hi - lo, 3 * abs(hi), noise_w)
+    return max(hi - level_w, level_w - lo, 3 * abs(level_w), noise_w)
+
+
 def _chunk_s(model: SensorModel) -> float:
     """Gap chunk length: longer than the span over which a reading mixes a window with the
     gap next to it, so that the readings further out pin each gap level down."""
@@ -333,9 +343,7 @@ def _solve_cluster(
         energy = lev * d
         if not seen or not np.isfinite(sig_level2):
             # Nothing says what the window drew: it may have been anywhere in the trace's range.
-            lo, hi = series.range_w
-            span = max(hi - lev, lev - lo) if np.isfinite(lev) else hi - lo
-            sigma = float(max(span, noise) * d)
+            sigma = float(_unseen_span_w(series, lev, noise) * d)
             note = "not seen by the sensor: the estimate is the power around the window"
             ok = False
         else:
@@ -343,16 +351,16 @@ def _solve_cluster(
             ok = bool(sigma <= max_rel * abs(energy))
             note = "" if ok else f"uncertainty above {100 * max_rel:.0f} % of the energy"
             if not model.identified and d < 2 * model.period_s:
-                # The sensor may not have seen it at all (part-time): the window may have
-                # drawn anything within the trace's range.
-                lo, hi = series.range_w
-                sigma = max(sigma, float(max(hi - lev, lev - lo, noise) * d))
+                # The sensor may not have seen it at all (part-time).
+                sigma = max(sigma, float(_unseen_span_w(series, lev, noise) * d))
                 ok = False
                 note = "sensor model assumed, not identified from the data: too short to trust"
             if ok and crowded[w]:
                 ok = False
                 note = "shorter than two sensor periods and crowded by other windows: aliases with the sampling"
-            if ok and model.coverage < 1.0 and d < model.period_s and not tied[g]:
+            if model.coverage < 1.0 and d < model.period_s and not tied[g]:
+                # What the readings missed of it may have drawn anything: half the plausible span.
+                sigma = max(sigma, float(0.5 * (1.0 - obs) * _unseen_span_w(series, lev, noise) * d))
                 ok = False
                 note = "part-time sensor: a window shorter than its period hinges on one reading; repeat it"
         res.append(
