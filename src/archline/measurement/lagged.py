@@ -205,9 +205,10 @@ def rising_edges(t_s: F64, y_w: F64, noise_w: float, *, min_rise_w: float | None
     return out
 
 
-def _edge_fits(t: F64, y: F64) -> tuple[float, float, float, float, float]:
+def _edge_fits(t: F64, y: F64, pre_t_s: float, pre_w: float) -> tuple[float, float, float, float, float]:
     """Exponential (lag) and ramp (boxcar) fits of one rising edge; returns
-    (lag, lag σ, lag rms, ramp window, ramp rms)."""
+    (lag, lag σ, lag rms, ramp window, ramp rms). The reading before the edge (``pre_*``) pins
+    where a ramp starts; the exponential leaves it out (its start level is free)."""
     from scipy import optimize
 
     tt = t - t[0]
@@ -234,16 +235,19 @@ def _edge_fits(t: F64, y: F64) -> tuple[float, float, float, float, float]:
         sig = float("inf")
     lag, rms_exp = float(best.x[2]), math.sqrt(s2) * scale
 
+    tr = np.concatenate([[pre_t_s - t[0]], tt])
+    yr = np.concatenate([[pre_w], y])
+
     def r_ramp(th: F64) -> F64:
-        f = np.clip((tt - th[2]) / max(th[3], 1e-9), 0.0, 1.0)
-        return np.asarray(th[0] + (th[1] - th[0]) * f - y, np.float64) / scale
+        f = np.clip((tr - th[2]) / max(th[3], 1e-9), 0.0, 1.0)
+        return np.asarray(th[0] + (th[1] - th[0]) * f - yr, np.float64) / scale
 
     ramp = optimize.least_squares(
         r_ramp,
         [b0, a0, -0.5 * (tt[1] if tt.size > 1 else 0.0), 0.5 * span],
-        bounds=([-np.inf, -np.inf, -span, 1e-7], [np.inf, np.inf, span, 2 * span]),
+        bounds=([-np.inf, -np.inf, float(tr[0]), 1e-7], [np.inf, np.inf, span, 2 * span]),
     )
-    rms_ramp = math.sqrt(2 * ramp.cost / max(tt.size - 4, 1)) * scale
+    rms_ramp = math.sqrt(2 * ramp.cost / max(tr.size - 4, 1)) * scale
     return lag, sig, rms_exp, float(ramp.x[3]), rms_ramp
 
 
@@ -268,7 +272,9 @@ def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60)
     exp_ss = ramp_ss = 0.0
     ramps: list[float] = []
     for i0, peak in edges:
-        lag, sig, rms_e, win, rms_r = _edge_fits(t_s[i0 : peak + 1], y_w[i0 : peak + 1])
+        lag, sig, rms_e, win, rms_r = _edge_fits(
+            t_s[i0 : peak + 1], y_w[i0 : peak + 1], float(t_s[i0 - 1]), float(y_w[i0 - 1])
+        )
         if not (np.isfinite(lag) and np.isfinite(sig)):
             continue
         lags.append(lag)
@@ -279,7 +285,8 @@ def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60)
     if not lags:
         return None
     lag_arr, sig_arr = np.array(lags), np.array(sigs)
-    ramp_window = float(np.median(ramps)) if ramp_ss < 0.5 * exp_ss else None
+    # A boxcar of length W ramps for min(load, W): the longest ramp is the window.
+    ramp_window = float(np.max(ramps)) if ramp_ss < 0.5 * exp_ss else None
     w = 1.0 / sig_arr**2
     order = np.argsort(lag_arr)
     cw = np.cumsum(w[order])

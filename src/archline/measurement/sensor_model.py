@@ -278,6 +278,14 @@ def _kind_from_edges(
             f"{rise.edges} rising edges fit a first-order lag C = {1e3 * lagged[0]:.1f} ± {1e3 * lagged[1]:.1f} ms"
         )
         return lagged[0], lagged[1], 0.0, "lagged", True, edge_sigma
+    if rise is not None and rise.ramp_window_s is not None and rise.ramp_window_s > period:
+        notes.append(
+            f"{rise.edges} rising edges are straight ramps into a corner: a {1e3 * rise.ramp_window_s:.0f} ms average"
+        )
+        # Each edge places the window to within a fraction of a period; the longest ramp may
+        # also belong to a load shorter than the window.
+        notes.append(f"window uncertain by {1e3 * 0.1 * period:.0f} ms")
+        return 0.0, 0.0, rise.ramp_window_s, "averaging", True, edge_sigma
     if stats.n_edges == 0:
         notes.append("no full transitions in the trace: assumed an averaging sensor, edges uncertain by half a period")
         return 0.0, 0.0, None, "averaging", False, max(jitter, 0.5 * period)
@@ -365,6 +373,7 @@ def infer_model(
         window = 0.0
     if chosen != "lagged" and capacitance_s is None:
         lag = 0.0
+    window_sigma = 0.1 * period if chosen == "averaging" and window is not None else 0.0
     if chosen == "part-time" and window is None:
         window = 0.25 * period
         identified = False
@@ -379,6 +388,7 @@ def infer_model(
         undisplace=undisplace,
         noise_w=noise,
         lag_sigma_s=lag_sigma,
+        window_sigma_s=window_sigma,
         edge_sigma_s=edge_sigma,
         identified=identified or origin == "override",
         edge_coherent=True,

@@ -11,10 +11,25 @@ from numpy.typing import NDArray
 from archline.measurement.deconvolve import Series, Solution
 from archline.measurement.sensor_model import SensorModel
 
-__all__ = ["misfit_variance_j2"]
+__all__ = ["misfit_excess_w2", "misfit_variance_j2"]
 
 F64 = NDArray[np.float64]
 _TENTH = math.log(10.0)
+
+
+def misfit_excess_w2(sol: Solution, series: Series, model: SensorModel, a_s: float, b_s: float) -> float:
+    """Mean square (W²) of the readings' misfit around ``[a_s, b_s]`` beyond what noise explains."""
+    res = sol.residual_w
+    if res.size == 0:
+        return 0.0
+    t = series.t_s[sol.first_reading : sol.first_reading + res.size]
+    lo = int(np.searchsorted(t, a_s - model.period_s + model.delay_s, side="left"))
+    hi = int(np.searchsorted(t, b_s + model.mixing_s + model.period_s, side="right"))
+    if hi - lo < 2:
+        return 0.0
+    r = res[lo:hi]
+    nz = sol.residual_noise_w[lo:hi]
+    return max(float(np.mean(r * r) - np.mean(nz * nz)), 0.0)
 
 
 def misfit_variance_j2(sol: Solution, series: Series, model: SensorModel, a_s: float, b_s: float) -> float:
@@ -26,30 +41,20 @@ def misfit_variance_j2(sol: Solution, series: Series, model: SensorModel, a_s: f
     power drifts). It costs energy in two ways:
 
     * at each edge, the reading that straddles it mixes power from both sides in proportions
-      the model gets from levels, not from the real power there: ``(σ_m · P)²`` per edge, P the
-      update period (the time one reading stands for);
-    * inside the window, unless the readings tile the timeline with their averages (energy is then
-      conserved reading by reading), each reading samples the moving power: the window's mean
-      is off by ``σ_m / √n`` for n readings, i.e. ``(σ_m · d)² / n`` J² for duration d.
+      the model gets from levels, not from the real power there: ``σ_m² · W · P`` per edge, P the
+      update period (the time one reading stands for) and W its averaging window if longer (the
+      readings show the power's moves shrunk by √(W/P));
+    * inside the window, each reading samples the moving power: that part is charged where
+      the noise is, by propagating ``σ_y² + σ_m²`` instead of ``σ_y²`` through the solve (the
+      caller scales the noise variance by ``1 + σ_m²/σ_y²``, see :func:`misfit_excess_w2`).
     """
-    res = sol.residual_w
-    if res.size == 0:
-        return 0.0
-    t = series.t_s[sol.first_reading : sol.first_reading + res.size]
-    span = model.mixing_s + model.period_s
-    lo = int(np.searchsorted(t, a_s - model.period_s + model.delay_s, side="left"))
-    hi = int(np.searchsorted(t, b_s + span, side="right"))
-    if hi - lo < 2:
-        return 0.0
-    r = res[lo:hi]
-    nz = sol.residual_noise_w[lo:hi]
-    excess2 = max(float(np.mean(r * r) - np.mean(nz * nz)), 0.0)
+    excess2 = misfit_excess_w2(sol, series, model, a_s, b_s)
     if excess2 == 0.0:
         return 0.0
-    d = b_s - a_s
-    var = 2.0 * excess2 * model.period_s**2
-    tiles = model.window_s is None and model.lag_s <= 0 and model.identified
-    if not tiles:
-        inside = int(np.sum((t >= a_s + model.delay_s) & (t <= b_s + model.delay_s + span)))
-        var += excess2 * d * d / max(inside, 1)
+    # A reading averaging W > P shows the power's moves shrunk by √(W/P): the edge's share of
+    # them spans √(W·P) of time.
+    w = model.period_s if model.window_s is None else max(model.window_s, model.period_s)
+    if model.correct_lag:
+        w = max(w, 2 * model.period_s)  # Burtscher's correction differences over two periods
+    var = 2.0 * excess2 * w * model.period_s
     return float(var)

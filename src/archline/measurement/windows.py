@@ -17,7 +17,7 @@ from archline.measurement.clean import drop_repeats, estimate_noise_w, estimate_
 from archline.measurement.deconvolve import _MIN_SEEN, Series, Solution, build_segments, solve_levels
 from archline.measurement.integrate import integrate_windows_j
 from archline.measurement.sensor_model import SensorModel
-from archline.measurement.uncertainty import misfit_variance_j2
+from archline.measurement.uncertainty import misfit_excess_w2, misfit_variance_j2
 from archline.measurement.window_groups import clusters, layers, observed
 
 __all__ = ["DEFAULT_MAX_REL_UNCERTAINTY", "DEFAULT_SHAPE_KAPPA", "WindowEnergy", "prepare_series", "window_energies"]
@@ -338,6 +338,10 @@ def _solve_cluster(
         lev = float(sol.levels_w[seg_c[k]])
         seen = not weak[g]
         var_level = sol.variance_w2[g] if seen else np.inf
+        # Scatter the model cannot explain propagates like extra reading noise, correlated over
+        # W/P readings when each averages a window W longer than the period P.
+        corr = max(1.0, (model.window_s or 0.0) / model.period_s)
+        var_level *= 1.0 + corr * misfit_excess_w2(sol, series, model, starts[w], ends[w]) / max(noise, 1e-9) ** 2
         sig_level2 = var_level + dparam[g] + (edge2[g] + shape2[g]) / dur[g] ** 2
         obs, n_read, base = info[w]
         energy = lev * d
