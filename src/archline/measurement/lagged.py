@@ -158,7 +158,8 @@ class RiseFit:
     ``lag_s`` is the precision-weighted median of the per-edge fits (0 when the edges show no
     lag: an averaging sensor), ``lag_sigma_s`` its 1 σ; ``ramp_window_s`` is set instead when the
     edges are straight ramps ending in a corner (a boxcar average of that length, not a lag).
-    ``edges`` counts the rising edges used; ``per_edge_s`` holds each edge's fitted constant.
+    ``edges`` counts the rising edges used; ``per_edge_s`` holds each edge's fitted constant;
+    ``shape_votes`` is the number of edges that only a ramp fits minus those only an exponential fits.
     """
 
     lag_s: float
@@ -166,6 +167,7 @@ class RiseFit:
     edges: int
     per_edge_s: tuple[float, ...]
     ramp_window_s: float | None = None
+    shape_votes: int = 0
 
 
 def rising_edges(t_s: F64, y_w: F64, noise_w: float, *, min_rise_w: float | None = None) -> list[tuple[int, int]]:
@@ -269,8 +271,9 @@ def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60)
         edges = [edges[int(i)] for i in pick]
     lags: list[float] = []
     sigs: list[float] = []
-    exp_ss = ramp_ss = 0.0
+    votes = 0  # edges that are clearly ramps minus edges that are clearly exponentials
     ramps: list[float] = []
+    clean = 3.0 * max(noise_w, 1e-12)
     for i0, peak in edges:
         lag, sig, rms_e, win, rms_r = _edge_fits(
             t_s[i0 : peak + 1], y_w[i0 : peak + 1], float(t_s[i0 - 1]), float(y_w[i0 - 1])
@@ -279,14 +282,19 @@ def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60)
             continue
         lags.append(lag)
         sigs.append(max(sig, 1e-3 * lag, 1e-9))
-        ramps.append(win)
-        exp_ss += rms_e**2
-        ramp_ss += rms_r**2
+        # Only edges that one shape fits clearly better than the other vote (a ramp of one or two
+        # readings fits both); only clean ramps say how long the window is.
+        if rms_e >= max(2 * rms_r, clean):
+            votes += 1
+            if rms_r <= 3 * clean:
+                ramps.append(win)
+        elif rms_r >= max(2 * rms_e, clean):
+            votes -= 1
     if not lags:
         return None
     lag_arr, sig_arr = np.array(lags), np.array(sigs)
-    # A boxcar of length W ramps for min(load, W): the longest ramp is the window.
-    ramp_window = float(np.max(ramps)) if ramp_ss < 0.5 * exp_ss else None
+    # A boxcar of length W ramps for min(load, W): the longest clean ramp is the window.
+    ramp_window = float(np.max(ramps)) if votes > 0 and ramps else None
     w = 1.0 / sig_arr**2
     order = np.argsort(lag_arr)
     cw = np.cumsum(w[order])
@@ -296,4 +304,4 @@ def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60)
     wn = w[near]
     sigma_fit = float(1.0 / math.sqrt(wn.sum())) if wn.sum() > 0 else float("inf")
     spread = float(1.4826 * np.median(np.abs(lag_arr[near] - med)) / math.sqrt(max(near.sum() - 1, 1)))
-    return RiseFit(med, max(sigma_fit, spread), int(near.sum()), tuple(lags), ramp_window)
+    return RiseFit(med, max(sigma_fit, spread), int(near.sum()), tuple(lags), ramp_window, votes)

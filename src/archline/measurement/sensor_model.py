@@ -257,8 +257,9 @@ def _edge_lag(t_s: F64, y_w: F64, i0: int, stop: int, l0: float, amp: float) -> 
 
 def lag_from_rises(rise: RiseFit | None, period_s: float) -> tuple[float, float] | None:
     """The lag constant and its 1 σ (s) when the rising edges show a lag the data pin down
-    (at least a quarter period, known to 25 %, and not a straight ramp), else None."""
-    if rise is None or rise.ramp_window_s is not None:
+    (at least a quarter period, known to 25 %, and edges that an exponential fits where a
+    straight ramp does not), else None."""
+    if rise is None or rise.ramp_window_s is not None or rise.shape_votes >= 0:
         return None
     if rise.lag_s < 0.25 * period_s or not rise.lag_sigma_s <= 0.25 * rise.lag_s:
         return None
