@@ -41,9 +41,10 @@ def misfit_variance_j2(sol: Solution, series: Series, model: SensorModel, a_s: f
     power drifts). It costs energy in two ways:
 
     * at each edge, the reading that straddles it mixes power from both sides in proportions
-      the model gets from levels, not from the real power there: ``σ_m² · W · P`` per edge, P the
-      update period (the time one reading stands for) and W its averaging window if longer (the
-      readings show the power's moves shrunk by √(W/P));
+      the model gets from levels, not from the real power there: ``(σ_m · W)²`` per edge, W the
+      update period P (the time one reading stands for) or the averaging window if longer (the
+      readings show the power's moves shrunk by √(W/P) and the solve undoes that over W/P
+      readings), two periods for a Burtscher-corrected lag;
     * inside the window, each reading samples the moving power: that part is charged where
       the noise is, by propagating ``σ_y² + σ_m²`` instead of ``σ_y²`` through the solve (the
       caller scales the noise variance by ``1 + σ_m²/σ_y²``, see :func:`misfit_excess_w2`).
@@ -51,10 +52,10 @@ def misfit_variance_j2(sol: Solution, series: Series, model: SensorModel, a_s: f
     excess2 = misfit_excess_w2(sol, series, model, a_s, b_s)
     if excess2 == 0.0:
         return 0.0
-    # A reading averaging W > P shows the power's moves shrunk by √(W/P): the edge's share of
-    # them spans √(W·P) of time.
+    # A reading averaging W > P shows the power's moves shrunk by √(W/P), and the solve undoes
+    # that over W/P readings: the edge's share of them spans W of time.
     w = model.period_s if model.window_s is None else max(model.window_s, model.period_s)
     if model.correct_lag:
         w = max(w, 2 * model.period_s)  # Burtscher's correction differences over two periods
-    var = 2.0 * excess2 * w * model.period_s
+    var = 2.0 * excess2 * w * w
     return float(var)
