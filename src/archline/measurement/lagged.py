@@ -159,7 +159,9 @@ class RiseFit:
     lag: an averaging sensor), ``lag_sigma_s`` its 1 σ; ``ramp_window_s`` is set instead when the
     edges are straight ramps ending in a corner (a boxcar average of that length, not a lag).
     ``edges`` counts the rising edges used; ``per_edge_s`` holds each edge's fitted constant;
-    ``shape_votes`` is the number of edges that only a ramp fits minus those only an exponential fits.
+    ``shape_votes`` is the number of edges that only a ramp fits minus those only an exponential fits;
+    of the ``rising`` edges found, ``caught_mid`` had their first reading after the step between 5 %
+    and 95 % of the rise (a full-coverage sensor catches ~90 % so, a part-time one its coverage).
     """
 
     lag_s: float
@@ -168,6 +170,8 @@ class RiseFit:
     per_edge_s: tuple[float, ...]
     ramp_window_s: float | None = None
     shape_votes: int = 0
+    rising: int = 0
+    caught_mid: int = 0
 
 
 def rising_edges(t_s: F64, y_w: F64, noise_w: float, *, min_rise_w: float | None = None) -> list[tuple[int, int]]:
@@ -266,6 +270,9 @@ def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60)
     edges = rising_edges(t_s, y_w, noise_w)
     if not edges:
         return None
+    frac = np.array([(y_w[i0] - y_w[i0 - 1]) / max(y_w[pk] - y_w[i0 - 1], 1e-12) for i0, pk in edges])
+    mid = int(np.sum((frac > 0.05) & (frac < 0.95)))
+    n_rising = len(edges)
     if len(edges) > max_edges:
         pick = np.unique(np.linspace(0, len(edges) - 1, max_edges).astype(np.int64))
         edges = [edges[int(i)] for i in pick]
@@ -304,4 +311,4 @@ def fit_rising_edges(t_s: F64, y_w: F64, noise_w: float, *, max_edges: int = 60)
     wn = w[near]
     sigma_fit = float(1.0 / math.sqrt(wn.sum())) if wn.sum() > 0 else float("inf")
     spread = float(1.4826 * np.median(np.abs(lag_arr[near] - med)) / math.sqrt(max(near.sum() - 1, 1)))
-    return RiseFit(med, max(sigma_fit, spread), int(near.sum()), tuple(lags), ramp_window, votes)
+    return RiseFit(med, max(sigma_fit, spread), int(near.sum()), tuple(lags), ramp_window, votes, n_rising, mid)

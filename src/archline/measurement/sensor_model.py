@@ -39,6 +39,8 @@ SENSOR_KINDS: tuple[str, ...] = get_args(SensorKind)
 
 #: Transitions needed before a sensor is taken as identified full-coverage averaging.
 _MIN_EDGES = 10
+#: Rising edges needed to tell a full-coverage average from a part-time one by them.
+_MIN_RISES = 8
 #: A reading whose lag tail decays to 10 % of its weight spans this many time constants.
 _TENTH = math.log(10.0)
 
@@ -287,6 +289,18 @@ def _kind_from_edges(
         # also belong to a load shorter than the window.
         notes.append(f"window uncertain by {1e3 * 0.1 * period:.0f} ms")
         return 0.0, 0.0, rise.ramp_window_s, "averaging", True, edge_sigma
+    if rise is not None and rise.rising >= _MIN_RISES:
+        # Rising edges are cleaner than level crossings (no holds, step-downs or unequal levels).
+        caught = rise.caught_mid / rise.rising
+        if caught < 0.6:
+            window = min(0.95, caught / 0.9) * period
+            notes.append(
+                f"only {100 * caught:.0f} % of {rise.rising} rising edges caught mid-way: "
+                "readings cover part of each period"
+            )
+            return 0.0, 0.0, window, "part-time", True, max(jitter, (period - window) / math.sqrt(12.0))
+        notes.append(f"{100 * caught:.0f} % of {rise.rising} rising edges caught mid-way: averaging")
+        return 0.0, _lag_bound(rise, period), None, "averaging", True, edge_sigma
     if stats.n_edges == 0:
         notes.append("no full transitions in the trace: assumed an averaging sensor, edges uncertain by half a period")
         return 0.0, 0.0, None, "averaging", False, max(jitter, 0.5 * period)
@@ -304,7 +318,9 @@ def _kind_from_edges(
             f"only {100 * stats.intermediate_fraction:.0f} % of {stats.n_edges} transitions caught mid-way: "
             "readings cover part of each period"
         )
-        return 0.0, 0.0, window, "part-time", True, max(jitter, (period - window) / math.sqrt(12.0))
+        # Level crossings mislead where loads end in holds or steps (a full boxcar then looks
+        # part-time): without enough rising edges to confirm it, the kind stays assumed.
+        return 0.0, 0.0, window, "part-time", rise is None, max(jitter, (period - window) / math.sqrt(12.0))
     # Few transitions cannot tell a full-coverage average from a part-time one: a part-time
     # sensor misses a share of the edges, which takes several to see.
     enough = stats.n_edges >= _MIN_EDGES

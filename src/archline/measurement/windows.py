@@ -27,6 +27,8 @@ I64 = NDArray[np.int64]
 
 #: A window whose 1 σ exceeds this fraction of its energy is reported as not resolvable.
 DEFAULT_MAX_REL_UNCERTAINTY = 0.2
+#: Below this many readings a window's unobserved part is charged a share of its excess energy.
+_FEW_READINGS = 4
 #: Share of the excess energy in the unobserved part of a window charged as its 1 σ.
 DEFAULT_SHAPE_KAPPA = 0.5
 
@@ -314,7 +316,10 @@ def _solve_cluster(
         edge2[g] += (edge_random**2) * ((lev - left) ** 2 + (lev - right) ** 2)
         obs, n_read = observed(series, model, starts[w], ends[w])
         base = 0.5 * (left + right)
-        shape2[g] += ((1 - obs) * kappa * abs(lev - base) * d) ** 2 / max(n_read, 1)
+        if n_read < _FEW_READINGS:
+            # Too few readings for their scatter (the misfit below) to show power moving in the
+            # parts of the window they miss: charge those parts a share of the excess instead.
+            shape2[g] += ((1 - obs) * kappa * abs(lev - base) * d) ** 2 / max(n_read, 1)
         shape2[g] += misfit_variance_j2(sol, series, model, starts[w], ends[w])
         dur[g] += d
         info[w] = (obs, n_read, base)
