@@ -21,8 +21,11 @@ def test_k20_trace_with_active_idle_holds_gets_its_lag_and_energies(scale: float
     auto = infer_model(r)
     assert auto.kind == "lagged"
     assert auto.lag_s == pytest.approx(0.84, rel=0.01)
-    fitted = fit_sensor(r, wl.windows).model
-    assert fitted.lag_s == pytest.approx(auto.lag_s, rel=1e-9)  # the same function underneath
+    fit = fit_sensor(r, wl.windows)
+    assert fit.model.lag_s == pytest.approx(auto.lag_s, rel=1e-9)  # the same function underneath
+    # The active-idle hold and the deep idle, modelled apart from the rising edge (Burtscher §4.2).
+    assert fit.idle.active_idle_w == pytest.approx(60.0 * scale, rel=0.02)
+    assert fit.idle.idle_w == pytest.approx(25.0 * scale, rel=0.02)
     res = window_energies(r, auto, wl.windows)
     for w, truth in zip(res, wl.true_energy_j, strict=True):
         assert w.resolvable

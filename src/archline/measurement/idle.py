@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from archline.core.recording import Region
+from archline.measurement.clean import estimate_noise_w
 
 __all__ = ["IdleLevels", "Tail", "idle_levels", "power_levels", "tail_after"]
 
@@ -37,7 +38,7 @@ def power_levels(
     """The power levels the series dwells at: (level W, share of time), lowest first.
 
     A level is a peak of the time-weighted histogram of readings (bins of ``bin_w``, default
-    1 % of the range but at least 0.5 W) holding at least ``min_share`` of the time; its
+    1 % of the range but at least 0.5 W and two noise σ) holding at least ``min_share`` of the time; its
     value is the time-weighted median of the readings within two bins of the peak.
     """
     m = np.ones(t_s.size, bool) if mask is None else mask
@@ -50,7 +51,9 @@ def power_levels(
         step = y.size // 200_000
         y, w = y[::step], w[::step]
     lo, hi = float(np.min(y)), float(np.max(y))
-    width = bin_w if bin_w is not None else max(0.01 * (hi - lo), 0.5)
+    # Bins narrower than the reading noise split one level into noise peaks (Burtscher-corrected
+    # readings carry the noise amplified by C/P): never below two noise σ.
+    width = bin_w if bin_w is not None else max(0.01 * (hi - lo), 0.5, 2.0 * estimate_noise_w(y))
     nb = max(int(np.ceil((hi - lo) / width)) + 1, 1)
     hist, edges = np.histogram(y, bins=nb, range=(lo, lo + nb * width), weights=w)
     share = hist / max(float(hist.sum()), 1e-300)
