@@ -8,7 +8,7 @@ import pytest
 from archline.core.readings import Readings
 from archline.errors import SensorError
 from archline.hw.simulated import simulate_counter_polls
-from archline.measurement.counter import counter_updates, counter_window_energies
+from archline.measurement.counter import counter_call_energy, counter_updates, counter_window_energies
 from archline.measurement.energy import counter_energy_j
 from tests.helpers.signals import Scenario, kernels
 
@@ -65,3 +65,14 @@ def test_a_counter_that_barely_moves_is_refused() -> None:
     r = Readings("nvml.energy", "energy", np.array([0.0, 0.01, 0.02]), np.array([5.0, 5.0, 5.0]))
     with pytest.raises(SensorError, match="changed fewer than twice"):
         counter_updates(r)
+
+
+def test_one_calls_energy_from_the_counter_over_repetitions() -> None:
+    sc = _repetitions(0.5)
+    r = simulate_counter_polls(sc.signal, seed=4)
+    per_call, sigma = counter_call_energy(r, sc.windows, calls_per_repetition=100)
+    truth = float(sc.true_energy_j.mean()) / 100
+    assert abs(per_call / truth - 1) < 0.001
+    assert abs(per_call - truth) <= 3 * sigma
+    with pytest.raises(SensorError, match="at least one call"):
+        counter_call_energy(r, sc.windows, calls_per_repetition=0)

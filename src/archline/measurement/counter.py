@@ -39,7 +39,14 @@ from archline.errors import SensorError
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import WindowEnergy, window_energies
 
-__all__ = ["CounterUpdates", "counter_model", "counter_power", "counter_updates", "counter_window_energies"]
+__all__ = [
+    "CounterUpdates",
+    "counter_call_energy",
+    "counter_model",
+    "counter_power",
+    "counter_updates",
+    "counter_window_energies",
+]
 
 F64 = NDArray[np.float64]
 
@@ -140,3 +147,21 @@ def counter_window_energies(
     """
     power, u = counter_power(r)
     return window_energies(power, counter_model(u), windows, groups=groups, max_rel_uncertainty=max_rel_uncertainty)
+
+
+def counter_call_energy(r: Readings, repetitions: Sequence[Region], calls_per_repetition: int) -> tuple[float, float]:
+    """One call's energy (J) and its 1 σ (J) from the counter, over repetitions of the call.
+
+    The repetitions share one level (they draw the same power), so the counter's 100 ms
+    intervals that hold their edges are split by the idle level of the gaps between them, not
+    evenly; the result matches a counter reference taken over a long back-to-back run between
+    the counter's own updates (``measure_callable``'s cross-check).
+    """
+    if calls_per_repetition < 1 or not repetitions:
+        raise SensorError("the counter cross-check needs repetitions of at least one call")
+    res = counter_window_energies(r, repetitions, groups=["call"] * len(repetitions), max_rel_uncertainty=1.0)
+    calls = calls_per_repetition * len(repetitions)
+    energy = sum(w.energy_j for w in res) / calls
+    # The tied level's error is common to every repetition: σ adds linearly, not in quadrature.
+    sigma = sum(w.energy_uncertainty_j for w in res) / calls
+    return float(energy), float(sigma)
