@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.helpers.zoo import WindowCheck, check_sensor, full_zoo, k20_like, reduced_zoo
 
-from archline.hw.simulated import SENSOR_ZOO
+from archline.hw.sensor_zoo import SENSOR_ZOO
 
 SCALES = {"low": (25.0, 150.0), "high": (110.0, 700.0)}
 

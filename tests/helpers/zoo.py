@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from archline.core.recording import Region
-from archline.hw.simulated import PiecewisePower, ZooSensor
+from archline.hw.sensor_zoo import ZooSensor
+from archline.hw.simulated import PiecewisePower
 from archline.measurement.sensor_model import infer_model
 from archline.measurement.windows import window_energies
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from archline.hw.simulated import SENSOR_ZOO
+from archline.hw.sensor_zoo import SENSOR_ZOO
 from archline.measurement.calibrate.fit import fit_sensor
 from archline.measurement.sensor_model import infer_model
 from archline.measurement.windows import window_energies

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archline.hw.simulated import SENSOR_ZOO, SimulatedSensor, simulate_power
+from archline.hw.sensor_zoo import SENSOR_ZOO
+from archline.hw.simulated import SimulatedSensor, simulate_power
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import window_energies
 from tests.helpers.signals import kernels
