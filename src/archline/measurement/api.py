@@ -7,10 +7,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archline.core.readings import Clock, PowerSource
+from archline.core.readings import Clock, PowerSource, SystemClock
 from archline.core.recording import Recording, Region
+from archline.errors import ArchlineError
+from archline.measurement.choose import GpuIdentity, ModelChoice, choose_model
 from archline.measurement.energy import WindowEstimate, WindowEstimator
 from archline.measurement.sampler import Sampler
+from archline.measurement.sensor_model import SensorModel
 
 __all__ = ["CallableEnergy", "Measurement", "RegionEnergy", "measure", "measure_callable"]
 
@@ -31,13 +34,15 @@ class RegionEnergy:
     resolvable: bool
     notes: tuple[str, ...] = ()
     counter_energy_j: float | None = None
+    #: which sensor model was used and how it was chosen (override, calibration, prior, inferred)
+    sensor_model: str = ""
 
     @property
     def duration_s(self) -> float:
         return self.end_s - self.start_s
 
     @classmethod
-    def from_estimate(cls, r: Region, e: WindowEstimate) -> RegionEnergy:
+    def from_estimate(cls, r: Region, e: WindowEstimate, sensor_model: str = "") -> RegionEnergy:
         return cls(
             r.name,
             r.start_s,
@@ -49,6 +54,7 @@ class RegionEnergy:
             e.resolvable,
             e.notes,
             e.counter_energy_j,
+            sensor_model,
         )
 
 
@@ -72,7 +78,11 @@ class Measurement(contextlib.ContextDecorator):
     sync: Callable[[], None] | None = None
     clock: Clock | None = None
     estimator: Callable[[Recording, Region], WindowEstimate] | None = None
-    settle_s: float = 0.1
+    model: SensorModel | None = None
+    #: seconds recorded before the block and after it, so the energy counter (~100 ms updates)
+    #: has an update on each side of every region
+    pre_s: float = 0.25
+    settle_s: float = 0.3
     regions: dict[str, RegionEnergy] = field(default_factory=dict, init=False)
     trace: Recording | None = field(default=None, init=False)
     _sampler: Sampler | None = field(default=None, init=False, repr=False)
@@ -93,6 +103,8 @@ class Measurement(contextlib.ContextDecorator):
         self.regions = {}
         self._names = set()
         self._sync()
+        if self.pre_s > 0:
+            (self.clock or SystemClock()).sleep(self.pre_s)
         self._t0 = self._sampler.now_s()
         return self
 
@@ -129,10 +141,20 @@ class Measurement(contextlib.ContextDecorator):
         finally:
             self._sampler.close()
         rec = self.trace
-        # One sensor model for every region of this measurement (inferred once if not given).
-        est = self.estimator if self.estimator is not None else WindowEstimator()
-        self._total = RegionEnergy.from_estimate(total, est(rec, total))
-        self.regions = {r.name: RegionEnergy.from_estimate(r, est(rec, r)) for r in rec.regions if r.name != _TOTAL}
+        # One sensor model for every region of this measurement, chosen once (measurement/choose.py).
+        est = self.estimator if self.estimator is not None else WindowEstimator(self.model, identity=self._identity())
+        self._total = RegionEnergy.from_estimate(total, est(rec, total), _described(est))
+        self.regions = {
+            r.name: RegionEnergy.from_estimate(r, est(rec, r), _described(est)) for r in rec.regions if r.name != _TOTAL
+        }
+
+    def _identity(self) -> GpuIdentity | None:
+        """This GPU's UUID, driver and name, when its own sensors are read (not with given sources)."""
+        if self.sources is not None:
+            return None
+        from archline.hw.nvml import device_static
+
+        return GpuIdentity.from_static(device_static(self.gpu))
 
     # ------------------------------------------------------------------ results
     def _done(self) -> RegionEnergy:
@@ -165,6 +187,11 @@ class Measurement(contextlib.ContextDecorator):
     @property
     def resolvable(self) -> bool:
         return self._done().resolvable
+
+
+def _described(est: Callable[[Recording, Region], WindowEstimate]) -> str:
+    choice = getattr(est, "choice", None)
+    return choice.describe if isinstance(choice, ModelChoice) else ""
 
 
 def measure(gpu: int = 0, **kwargs: Any) -> Measurement:
@@ -227,12 +254,12 @@ def measure_callable(
     ``fn`` is repeated back to back until each repetition spans enough sensor updates for the
     requested accuracy (Burtscher: about 10 updates for 5 %), and the repetitions start at
     evenly spread phases of the sensor period (idle gaps of different lengths), as Yang et al.
-    (SC'24) do for part-time sensors. The sensor model is the stored calibration of this GPU
-    (``archline sensor calibrate``) or, without one, is inferred from the recording.
+    (SC'24) do for part-time sensors. The sensor model is chosen as everywhere
+    (measurement/choose.py): ``model``, this GPU's calibration, a shipped prior for its
+    generation, or the recording. ``counter_energy_j`` comes from NVML's energy counter over the
+    repetitions, corrected for the counter's update grid (measurement/counter.py).
     """
-    from archline.core.readings import SystemClock
     from archline.measurement.repetition import estimate_call_energy, plan_repetitions
-    from archline.measurement.sensor_model import SensorModel, infer_model
 
     clk: Clock = clock or SystemClock()
     if sync is None:
@@ -242,8 +269,16 @@ def measure_callable(
     fn()  # warm-up: JIT, allocations, clocks ramping
     sync()
     call_s = _time_one_call(fn, sync, clk)
-    prior = model if model is not None else _stored_model(gpu, source, sources)
-    planning = prior or SensorModel(kind="averaging", period_s=0.02, identified=False, origin="nominal")
+    identity = _identity(gpu, sources)
+    prior: ModelChoice | None = None
+    if model is not None or identity is not None:
+        with contextlib.suppress(ArchlineError):  # no calibration and no prior: plan nominally
+            prior = choose_model(source, None, override=model, identity=identity)
+    planning = (
+        prior.model
+        if prior is not None
+        else SensorModel(kind="averaging", period_s=0.02, identified=False, origin="nominal")
+    )
     plan = plan_repetitions(call_s, planning, target_rel_error, max_total_s=max_total_s)
     srcs = list(sources) if sources is not None else _open(gpu)
     sampler = Sampler(srcs, clk, settle_s=0.3, meta={"gpu": gpu}).start()
@@ -261,17 +296,23 @@ def measure_callable(
     finally:
         sampler.close()
     readings = rec.get(source)
-    use = prior if prior is not None else (infer_model(readings) if readings is not None else planning)
+    choice = prior
+    if choice is None:
+        choice = (
+            choose_model(source, readings)
+            if readings is not None and len(readings) >= 3
+            else ModelChoice(planning, "inferred", "nominal: no readings")
+        )
+    use = choice.model
     est = estimate_call_energy(rec, regions, plan.calls_per_repetition, use, source=source)
     counter = None
     en = rec.get("nvml.energy")
     total_calls = plan.calls_per_repetition * len(regions)
     if en is not None and sum(r.duration_s for r in regions) >= 1.0:
-        from archline.measurement.energy import counter_energy_j
+        from archline.measurement.counter import counter_call_energy
 
-        parts = [counter_energy_j(en, r.start_s, r.end_s) for r in regions]
-        if all(p is not None for p in parts):
-            counter = float(sum(p for p in parts if p is not None)) / total_calls
+        with contextlib.suppress(ArchlineError):  # the counter changed too rarely: no cross-check
+            counter, _ = counter_call_energy(en, regions, plan.calls_per_repetition)
     return CallableEnergy(
         energy_j=est.energy_j,
         energy_uncertainty_j=est.energy_uncertainty_j,
@@ -283,7 +324,7 @@ def measure_callable(
         resolvable=est.resolvable,
         counter_energy_j=counter,
         expected_rel_error=plan.expected_rel_error,
-        sensor_model=f"{use.kind} ({use.origin})",
+        sensor_model=choice.describe,
         note="; ".join(x for x in (est.note, *plan.notes) if x),
         trace=rec,
     )
@@ -295,13 +336,10 @@ def _open(gpu: int) -> list[PowerSource]:
     return list(open_sources(gpu, ("nvml.buffer", "nvml.energy", "nvml.sm_clock")))
 
 
-def _stored_model(gpu: int, source: str, sources: Sequence[PowerSource] | None) -> Any:
-    """The calibrated model of this GPU's ``source``, if one is stored (None with fake sources)."""
+def _identity(gpu: int, sources: Sequence[PowerSource] | None) -> GpuIdentity | None:
+    """This GPU's identity for choosing a calibration or prior (None with given sources)."""
     if sources is not None:
         return None
     from archline.hw.nvml import device_static
-    from archline.measurement.calibrate.profile import load_profile
 
-    st = device_static(gpu)
-    prof = load_profile(str(st.get("uuid")), str(st.get("driver_version")), source)
-    return prof.model if prof is not None else None
+    return GpuIdentity.from_static(device_static(gpu))

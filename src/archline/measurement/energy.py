@@ -10,7 +10,9 @@ from archline.core.readings import Readings
 from archline.core.recording import Recording, Region
 from archline.errors import SensorError
 from archline.hw.nvml import decode_throttle
-from archline.measurement.sensor_model import SensorModel, infer_model
+from archline.measurement.choose import GpuIdentity, ModelChoice, choose_model
+from archline.measurement.counter import counter_window_energies
+from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import window_energies
 
 __all__ = ["WindowEstimate", "WindowEstimator", "counter_energy_j", "estimate_window"]
@@ -59,6 +61,18 @@ def counter_energy_j(r: Readings, a_s: float, b_s: float) -> float | None:
     return float(np.interp(b_s, tu, eu) - np.interp(a_s, tu, eu))
 
 
+def _counter(en: Readings, region: Region, notes: list[str]) -> tuple[float | None, float | None]:
+    """The window's energy and 1 σ from the energy counter, corrected for its update grid."""
+    try:
+        (w,) = counter_window_energies(en, [Region(region.name, region.start_s, region.end_s)], max_rel_uncertainty=1.0)
+    except SensorError as exc:
+        notes.append(f"energy counter: {exc}")
+        return None, None
+    if not np.isfinite(w.energy_j) or not w.resolvable:
+        return None, None
+    return float(w.energy_j), float(w.energy_uncertainty_j)
+
+
 def _slice(r: Readings, a_s: float, b_s: float) -> Readings:
     m = (r.t_s >= a_s) & (r.t_s <= b_s)
     return Readings(r.source, r.quantity, r.t_s[m], r.value[m], r.meta)
@@ -76,19 +90,25 @@ def _mean_in(r: Readings | None, a_s: float, b_s: float) -> float | None:
 class WindowEstimator:
     """Computes a :class:`WindowEstimate` for regions of a recording under one sensor model.
 
-    ``model`` is the calibrated profile of the power source when one exists (``archline
-    sensor calibrate``); otherwise the model is inferred from the recording itself, which
-    is conservative about short windows (docs/measurement.md).
+    The model is chosen once per estimator by :func:`~archline.measurement.choose.choose_model`:
+    ``model`` (an override) if given; else this GPU's stored calibration, a shipped prior for
+    its generation, or the recording itself (``identity`` names the GPU; without it, only the
+    recording). :attr:`choice` says which was used.
     """
 
-    def __init__(self, model: SensorModel | None = None, source: str = "nvml.buffer") -> None:
+    def __init__(
+        self, model: SensorModel | None = None, source: str = "nvml.buffer", identity: GpuIdentity | None = None
+    ) -> None:
         self.model = model
         self.source = source
+        self.identity = identity
+        self.choice: ModelChoice | None = None
 
     def model_for(self, r: Readings) -> SensorModel:
-        if self.model is None:
-            self.model = infer_model(r)
-        return self.model
+        if self.choice is None:
+            self.choice = choose_model(self.source, r, override=self.model, identity=self.identity)
+            self.model = self.choice.model
+        return self.choice.model
 
     def __call__(self, rec: Recording, region: Region) -> WindowEstimate:
         return estimate_window(rec, region, self.source, self)
@@ -137,10 +157,21 @@ def estimate_window(
             idle = float(np.median(buf.value[pre]))
     else:
         notes.append(f"no {source} readings")
-    counter = None
+    counter = counter_sigma = None
     en = rec.get("nvml.energy")
     if en is not None and b - a >= 0.5:  # shorter windows: the counter's 100 ms steps dominate
-        counter = counter_energy_j(en, a, b)
+        counter, counter_sigma = _counter(en, region, notes)
+        if (
+            counter is not None
+            and counter_sigma is not None
+            and (energy is None or unc is None or (not resolvable and counter_sigma < unc))
+        ):
+            why = notes[-1] if notes else "the power readings could not resolve it"
+            notes.append(f"energy from the energy counter ({counter_sigma / max(counter, 1e-12):.1%} 1σ): {why}")
+            energy, unc, resolvable = counter, counter_sigma, True
+            mean_p = energy / (b - a)
+    if estimator is not None and estimator.choice is not None:
+        notes.insert(0, estimator.choice.describe)
     thr = rec.get("nvml.throttle")
     reasons: tuple[str, ...] = ()
     throttled: bool | None = None
