@@ -64,7 +64,7 @@ B="$here/benchmarks"
 
 for s in "$@"; do
   case "$s" in
-    sensor) step sensor 300 archline sensor validate --calibrate -o "$R/sensor" ;;
+    sensor) step calibrate 150 archline sensor calibrate -o "$R/sensor/calibration"; step validate 200 archline sensor validate -o "$R/sensor/validation" ;;
     characterize) step characterize 590 archline characterize -o "$R/characterize" ;;
     quick) step quick 300 archline characterize --quick --roofline -o "$R/characterize-quick" ;;
     instructions) step instructions 590 archline instructions -o "$R/instructions" ;;

@@ -12,6 +12,7 @@ from archline.errors import ArchlineError
 from archline.measurement.calibrate.experiments import run_calibration_loads
 from archline.measurement.calibrate.load_runs import BusyLoad
 from archline.measurement.calibrate.profile import SensorProfile, fit_profile, load_profile, save_profile
+from archline.measurement.choose import GpuIdentity
 from archline.measurement.energy import WindowEstimator
 from archline.measurement.sampler import Sampler
 
@@ -105,6 +106,7 @@ def estimator_for(
         cal = calibrate(ex, sampler, gpu_uuid=gpu_uuid, driver_version=driver_version, quick=True, progress=progress)
         prof = cal.profiles.get(source)
         how = "quick calibration at the start of this run"
-    if prof is None:
-        return WindowEstimator(None, source), {"source": source, "model": "inferred from the recording"}
+    if prof is None:  # the calibration failed: a shipped prior for this generation, else the recording
+        identity = GpuIdentity(gpu_uuid, driver_version, ex.device.name)
+        return WindowEstimator(None, source, identity=identity), {"source": source, "model": "prior or recording"}
     return WindowEstimator(prof.model, source), {"source": source, "model": prof.to_json(), "how": how}

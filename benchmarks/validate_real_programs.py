@@ -1,0 +1,218 @@
+"""Issue 11's GPU targets: archline's energy of real programs against the board's energy counter.
+
+    python3 benchmarks/validate_real_programs.py --out DIR [--gpu 0] [--quick]
+
+Writes one archline run directory, DIR (manifest kind ``measure-validation``), holding
+``summary.json``, ``checks.csv``, the ``archline measure`` outputs and the recording of the
+region test (``regions.npz``), and prints every figure with its pass/fail:
+
+1. ``archline measure --json`` of a real PyTorch training program (ResNet-50, bf16, ≥ 15 s) and
+   of a cuBLAS GEMM loop: archline's energy within 1 % of the energy counter over the same span.
+2. Isolated 1 s and 3 s blocks of GPU work (bf16 GEMMs), each after 1 s idle, as regions of one
+   ``archline.measure()``: within 2 % of a counter reference per block, taken over ~8 s of
+   back-to-back blocks between two of the counter's own update edges.
+3. ``measure_callable`` of calls of ~1 ms to ~1 s: its counter figure within 1 % of the same
+   kind of reference (its own corrected energy is printed beside it).
+
+Every check is two-sided: |error| ≤ limit. Each section runs on its own; a failing one is
+reported and the others go on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def check(rows: list[dict[str, Any]], name: str, measured: float | None, ref: float | None, limit_pct: float,
+          **extra: Any) -> None:  # fmt: skip
+    err = None if measured is None or not ref else (measured / ref - 1) * 100
+    ok = err is not None and abs(err) <= limit_pct
+    rows.append({"check": name, "measured_j": measured, "reference_j": ref, "error_pct": err,
+                 "limit_pct": limit_pct, "passed": ok, **extra})  # fmt: skip
+    e = "n/a" if err is None else f"{err:+.2f} %"
+    print(f"{'PASS' if ok else 'FAIL'}  {name}: {measured} J vs {ref} J ({e}, limit ±{limit_pct} %)", flush=True)
+
+
+def measure_program(out: Path, name: str, argv: list[str], gpu: int) -> dict[str, Any]:
+    """``archline measure --json`` of a program, as a user runs it."""
+    cmd = [sys.executable, "-m", "archline", "measure", "--gpu", str(gpu), "--json", "--", sys.executable, *argv]
+    t0 = time.time()
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    (out / f"measure_{name}.json").write_text(res.stdout)
+    (out / f"measure_{name}.err").write_text(res.stderr)
+    if res.returncode != 0:
+        raise RuntimeError(f"archline measure exited {res.returncode}: {res.stderr.strip()[-400:]}")
+    d: dict[str, Any] = json.loads(res.stdout)
+    d["wall_s"] = time.time() - t0
+    return d
+
+
+class Counter:
+    """NVML's energy counter through archline's own source (J), polled from this thread."""
+
+    def __init__(self, gpu: int) -> None:
+        from archline.hw.nvml import open_sources
+
+        (self.src,) = open_sources(gpu, ["nvml.energy"])
+
+    def read_j(self) -> float:
+        return float(self.src.read().value[-1])
+
+    def edge(self) -> tuple[float, float]:
+        """Wait for the counter's next update; its value (J) and when it was first seen (s)."""
+        v0 = self.read_j()
+        while True:
+            v = self.read_j()
+            if v != v0:
+                return v, time.time()
+
+    def idle_w(self, seconds: float = 1.0) -> float:
+        e0, t0 = self.edge()
+        time.sleep(seconds)
+        e1, t1 = self.edge()
+        return (e1 - e0) / (t1 - t0)
+
+    def reference(self, block: Callable[[], None], seconds: float, idle_w: float) -> tuple[float, int]:
+        """Energy of one ``block`` (which synchronises the GPU) from back-to-back blocks between edges."""
+        e0, t_edge0 = self.edge()
+        t_start = time.time()
+        n = 0
+        while time.time() - t_start < seconds:
+            block()
+            n += 1
+        t_end = time.time()
+        e1, t_edge1 = self.edge()
+        idle_j = idle_w * ((t_start - t_edge0) + (t_edge1 - t_end))
+        return (e1 - e0 - idle_j) / n, n
+
+
+def gemm_blocks(gpu: int) -> tuple[Callable[[int], Callable[[], None]], float]:
+    """Blocks of m bf16 8192² GEMMs; returns a factory and the time of one GEMM (s)."""
+    import torch
+
+    dev = f"cuda:{gpu}"
+    x = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+    w = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+
+    def make(m: int, sync: bool = True) -> Callable[[], None]:
+        def block() -> None:
+            for _ in range(m):
+                torch.matmul(x, w)
+            if sync:
+                torch.cuda.synchronize(dev)
+
+        return block
+
+    make(20)()
+    t0 = time.perf_counter()
+    make(100)()
+    return make, (time.perf_counter() - t0) / 100
+
+
+def programs(out: Path, rows: list[dict[str, Any]], gpu: int, quick: bool) -> None:
+    secs = "15" if quick else "18"
+    for name, argv in (
+        ("resnet50_train", [str(HERE / "workloads" / "train_resnet.py"), "--seconds", secs]),
+        ("gemm_loop", [str(HERE / "workloads" / "gemm_loop.py"), "--seconds", "8" if quick else "10"]),
+    ):
+        try:
+            d = measure_program(out, name, argv, gpu)
+            print(f"  {name}: {d['time_s']:.1f} s, {d['sensor_model']}; notes: {d.get('notes')}", flush=True)
+            check(rows, f"archline measure: {name} vs energy counter", d["energy_j"], d["energy_counter_j"], 1.0,
+                  sigma_j=d["energy_uncertainty_j"], counter_sigma_j=d.get("energy_counter_uncertainty_j"),
+                  time_s=d["time_s"], resolvable=d["resolvable"])  # fmt: skip
+        except Exception as exc:  # one section's failure must not lose the others
+            traceback.print_exc()
+            rows.append({"check": f"archline measure: {name}", "passed": False, "error": repr(exc)})
+
+
+def regions(out: Path, rows: list[dict[str, Any]], gpu: int, quick: bool) -> None:
+    import archline
+    from archline.records.traces import save_recording
+
+    make, gemm_s = gemm_blocks(gpu)
+    counter = Counter(gpu)
+    idle = counter.idle_w()
+    print(f"  one GEMM {1e3 * gemm_s:.2f} ms; idle {idle:.1f} W", flush=True)
+    for target_s in (1.0, 3.0):
+        m = max(1, round(target_s / gemm_s))
+        block = make(m)
+        ref, n = counter.reference(block, 6.0 if quick else 9.0, idle)
+        with archline.measure(gpu=gpu) as meas:
+            for i in range(3):
+                time.sleep(1.0)
+                with meas.region(f"block{target_s:g}s_{i}"):
+                    block()
+            time.sleep(1.0)
+        if meas.trace is not None:
+            save_recording(out / f"regions_{target_s:g}s.npz", meas.trace)
+        for key, r in meas.regions.items():
+            check(rows, f"measure() region {key} ({r.duration_s:.2f} s) vs counter reference", r.energy_j, ref, 2.0,
+                  sigma_j=r.energy_uncertainty_j, reference_blocks=n, sensor_model=r.sensor_model,
+                  resolvable=r.resolvable, notes="; ".join(r.notes))  # fmt: skip
+
+
+def callables(out: Path, rows: list[dict[str, Any]], gpu: int, quick: bool) -> None:
+    import archline
+
+    make, gemm_s = gemm_blocks(gpu)
+    counter = Counter(gpu)
+    idle = counter.idle_w()
+    for target_s in (0.001, 0.01, 0.1, 1.0):
+        m = max(1, round(target_s / gemm_s))
+        fn = make(m, sync=False)
+        res = archline.measure_callable(fn, gpu=gpu, target_rel_error=0.02, max_total_s=6.0 if quick else 8.0)
+        ref, _ = counter.reference(make(m), 5.0 if quick else 8.0, idle)
+        label = f"measure_callable {1e3 * res.time_s:.3g} ms call"
+        check(rows, f"{label}: counter figure vs counter reference", res.counter_energy_j, ref, 1.0,
+              archline_energy_j=res.energy_j, sensor_model=res.sensor_model)  # fmt: skip
+        check(rows, f"{label}: archline energy vs counter reference", res.energy_j, ref, 2.0,
+              sigma_j=res.energy_uncertainty_j, resolvable=res.resolvable)  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--gpu", type=int, default=0)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="programs,regions,callables")
+    a = ap.parse_args()
+    from archline.hw.nvml import device_state, device_static
+    from archline.records import Manifest, RunDir
+
+    static = device_static(a.gpu)
+    rd = RunDir.create(a.out, Manifest.new("measure-validation", gpu=static), overwrite=True)
+    rd.update_manifest(state_before=device_state(a.gpu))
+    board = f"{static.get('name')} {str(static.get('uuid'))[:12]}"
+    print(f"board: {board}, driver {static.get('driver_version')}", flush=True)
+    rows: list[dict[str, Any]] = []
+    t0 = time.time()
+    sections = {"programs": programs, "regions": regions, "callables": callables}
+    for name in a.only.split(","):
+        print(f"=== {name}", flush=True)
+        try:
+            sections[name](rd.path, rows, a.gpu, a.quick)
+        except Exception as exc:
+            traceback.print_exc()
+            rows.append({"check": name, "passed": False, "error": repr(exc)})
+    rd.write_csv("checks.csv", rows, ["check", "measured_j", "reference_j", "error_pct", "limit_pct", "passed"])
+    passed = sum(1 for r in rows if r.get("passed"))
+    summary = {"board": board, "checks": rows, "passed": passed, "total": len(rows), "wall_s": time.time() - t0}
+    rd.write_json("summary.json", summary)
+    rd.finish("complete", state_after=device_state(a.gpu))
+    print(f"{passed}/{len(rows)} checks passed in {time.time() - t0:.0f} s on {board}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
