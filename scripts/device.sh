@@ -69,7 +69,7 @@ for s in "$@"; do
     quick) step quick 300 archline characterize --quick --roofline -o "$R/characterize-quick" ;;
     instructions) step instructions 590 archline instructions -o "$R/instructions" ;;
     roofline) step roofline 450 archline roofline -o "$R/roofline" ;;
-    real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" "${q[@]}" ;;
+    real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
     replay) step replay 240 python3 "$B/validate_replay.py" --out "$R/replay" "${q[@]}" ;;
     attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
     tensor) step tensor 300 python3 "$B/validate_tensor.py" --out "$R/tensor" "${q[@]}" ;;
