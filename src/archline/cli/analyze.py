@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from archline.cli._common import console, handle_errors, print_json
+from archline.cli._common import console, err_console, handle_errors, print_json
 from archline.core.readings import Readings
 from archline.core.recording import Region
 from archline.errors import InputError, ModelFileError, TraceError
@@ -64,6 +64,20 @@ def _profile_model(path: Path, source: str | None) -> Any:
     if not isinstance(d, dict):
         raise ModelFileError(f"{path}: not a sensor profile")
     return SensorProfile.from_json(d, where=str(path)).model
+
+
+#: Burtscher's K20 has C = 0.84 s; a lag beyond 10 s would smear every kernel into the next minute.
+MAX_CAPACITANCE_S = 10.0
+
+
+def check_capacitance(c: float) -> None:
+    """--capacitance: a positive lag constant of at most 10 s, in seconds."""
+    if not c > 0:
+        raise InputError(f"--capacitance must be > 0 s (got {c!r}); for a sensor without lag use --sensor averaging")
+    if c > MAX_CAPACITANCE_S:
+        raise InputError(
+            f"--capacitance {c!r} s is not a sensor's lag (at most {MAX_CAPACITANCE_S:g} s; K20's is 0.84 s)"
+        )
 
 
 def resolve_model(r: Readings, sensor: str, capacitance: float | None, profile: Path | None, source: str | None) -> Any:
@@ -167,8 +181,8 @@ def register(app: typer.Typer) -> None:
 
         if max_rel <= 0:
             raise InputError("--max-rel-uncertainty must be positive")
-        if capacitance is not None and not capacitance >= 0:  # also with --profile, which skips the model's check
-            raise InputError(f"--capacitance must be ≥ 0 s (got {capacitance!r})")
+        if capacitance is not None:  # also with --profile, which skips the model's check
+            check_capacitance(capacitance)
         r, regions = load_trace(trace, source)
         if windows is not None:
             wins = read_windows_csv(windows)
@@ -176,7 +190,10 @@ def register(app: typer.Typer) -> None:
         elif regions:
             wins, where = regions, trace
         else:
-            raise InputError("--windows is required for a CSV trace")
+            kind = "recording has no regions" if trace.suffix == ".npz" else "CSV trace has no regions"
+            raise InputError(f"{trace}: the {kind}: give the windows to measure with --windows FILE")
+        for warning in r.meta.get("warnings", ()):
+            err_console.print(f"archline: warning: {escape(warning)}", soft_wrap=True)
         check_windows(wins, float(r.t_s[0]), float(r.t_s[-1]), where)
         model = resolve_model(r, sensor, capacitance, profile, source)
         res = window_energies(r, model, wins, max_rel_uncertainty=max_rel)

@@ -9,7 +9,7 @@ from typing import Annotated, Any, cast
 import typer
 from rich.table import Table
 
-from archline.cli._common import console, handle_errors, print_json
+from archline.cli._common import console, err_console, handle_errors, print_json
 from archline.errors import InputError
 from archline.model.sweep import PRECISIONS
 
@@ -56,6 +56,8 @@ def predict(
             raise InputError(f"{name} must be a positive number (got {value:g})")
     m = load_model(model)
     pred = predict_kernel(m.parameters, flops, nbytes, precision, measured_time_s=time_s)
+    if time_s is not None:
+        _check_measured_time(time_s, pred.time_uncapped_s, pred.energy_at_measured_time_j, m.parameters.power_limit_w)
     if as_json:
         keys = ["precision", "flops", "bytes", "intensity", "time_s", "time_sigma_s", "time_uncapped_s", "cap_active"]
         keys += ["energy_j", "energy_sigma_j", "power_w", "power_sigma_w"]
@@ -116,6 +118,22 @@ def fit(
         console.print(m.race_to_halt.verdict[p])
     f = m.fit
     console.print(f"R² {f.r2:.5f} over {f.n_rows} rows; model written to {Path(run_dir) / MODEL_FILE}")
+
+
+def _check_measured_time(time_s: float, min_time_s: float, energy_j: float, limit_w: float) -> None:
+    """A measured time the GPU cannot reach is an error; one that needs power beyond the limit, a warning."""
+    if time_s < 0.5 * min_time_s:
+        raise InputError(
+            f"--time {time_s:g} s is shorter than this kernel can run on this GPU: its counts need at least "
+            f"{min_time_s:.3g} s at the measured peaks (time roofline)"
+        )
+    power_w = energy_j / time_s
+    if power_w > 1.05 * limit_w:
+        err_console.print(
+            f"archline: warning: at --time {time_s:g} s the model needs {power_w:.4g} W, above the board's "
+            f"{limit_w:.0f} W limit: the counts or the time are off",
+            soft_wrap=True,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -106,7 +106,8 @@ def fit(
     elif regions:
         loads, where = regions, trace
     else:
-        raise InputError("--windows is required for a CSV trace")
+        kind = "recording has no regions" if trace.suffix == ".npz" else "CSV trace has no regions"
+        raise InputError(f"{trace}: the {kind}: give the loads to fit with --windows FILE")
     check_windows(loads, float(r.t_s[0]), float(r.t_s[-1]), where)
     uuid = gpu_uuid or meta.get("gpu_uuid")
     drv = driver or meta.get("driver_version")

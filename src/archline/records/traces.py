@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,32 @@ def read_trace_csv(path: str | os.PathLike[str], source: str | None = None) -> R
         raise TraceError(
             p, f"time goes backwards ({float(t[k])!r} s after {float(t[k - 1])!r} s): the trace must be sorted", line
         )
-    return Readings(source or f"trace:{p.name}", "power", t, w, {"path": str(p)})
+    return Readings(source or f"trace:{p.name}", "power", t, w, {"path": str(p), "warnings": _suspicious(p, t, w)})
+
+
+#: No meter of one board or node reads this much (W); a value beyond it is a unit or parsing error.
+MAX_PLAUSIBLE_POWER_W = 1e6
+
+
+def _suspicious(p: Path, t: F64, w: F64) -> list[str]:
+    """Refuse impossible power; name what is possible but suspicious (negative power, repeated stamps)."""
+    big = np.abs(w) > MAX_PLAUSIBLE_POWER_W
+    if big.any():
+        k = int(np.argmax(big))
+        raise TraceError(
+            p, f"power {float(w[k]):.3g} W at t = {float(t[k])!r} s is not a plausible reading (|P| > 1e6 W): units?"
+        )
+    out: list[str] = []
+    neg = w < 0
+    if neg.any():
+        out.append(
+            f"{p.name}: {int(neg.sum())} reading(s) are negative (down to {float(w.min()):.4g} W): "
+            "a meter offset? They are used as they are"
+        )
+    dup = int((np.diff(t) == 0).sum())
+    if dup:
+        out.append(f"{p.name}: {dup} reading(s) repeat the previous timestamp: each is used as a separate reading")
+    return out
 
 
 def read_windows_csv(path: str | os.PathLike[str]) -> tuple[Region, ...]:
@@ -350,6 +376,17 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
             meta = dict(doc.get("meta", {}))
     except FileNotFoundError:
         raise TraceError(p, "file not found") from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except zipfile.BadZipFile as exc:
+        raise TraceError(p, f"not a complete .npz archive (truncated or not a recording: {exc})") from None
+    except (
+        OSError,
+        EOFError,
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        json.JSONDecodeError,
+        UnicodeDecodeError,
+    ) as exc:
         raise TraceError(p, f"corrupt recording ({exc.__class__.__name__}: {exc})") from None
     return Recording(readings, regions, span_s[0], span_s[1], meta)
