@@ -60,6 +60,7 @@ _BUILTIN: dict[str, str] = {
     "attribute": "archline.report.attribution_run:render_attribution_report",
     "sensor-calibration": "archline.report.sensor:render_calibration",
     "sensor-validation": "archline.report.sensor:render_validation",
+    "fleet": "archline.report.fleet:render",
 }
 
 

@@ -1,0 +1,77 @@
+"""Several GPUs from one command: the same archline command run once per GPU, concurrently (one process each)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["GPUChild", "child_argv", "run_per_gpu", "safe_env"]
+
+#: NVLink multicast off in every child (the GPU machines' notes require it).
+SAFE_ENV: dict[str, str] = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
+_VALUED = {"--gpu", "-o", "--output", "-g", "--out"}
+
+
+@dataclass(frozen=True)
+class GPUChild:
+    """One GPU's process: its index, run directory, log file and exit status."""
+
+    gpu: int
+    output: Path
+    log: Path
+    returncode: int
+
+
+def child_argv(argv: Sequence[str], gpu: int, output: Path) -> list[str]:
+    """``argv`` (an archline command line, without the program name) for one GPU and its own run directory."""
+    out: list[str] = []
+    skip = False
+    for i, tok in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if tok == "--":
+            out += list(argv[i:])
+            break
+        name = tok.split("=", 1)[0]
+        if name in _VALUED:
+            skip = "=" not in tok
+            continue
+        out.append(tok)
+    cut = out.index("--") if "--" in out else len(out)
+    return [*out[:cut], "--gpu", str(gpu), "--output", str(output), *out[cut:]]
+
+
+def safe_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with NVLink multicast switched off."""
+    env = dict(os.environ if base is None else base)
+    env.update(SAFE_ENV)
+    return env
+
+
+def run_per_gpu(argv: Sequence[str], gpus: Sequence[int], output: Path) -> list[GPUChild]:
+    """Run ``archline argv`` once per GPU at the same time, each into ``output/runs/gpu<i>``; wait for all.
+
+    Each child gets its own CUDA context (its own process); its output goes to ``output/runs/gpu<i>.log``.
+    """
+    (output / "runs").mkdir(parents=True, exist_ok=True)
+    procs: list[tuple[int, Path, Path, subprocess.Popen[bytes]]] = []
+    try:
+        for g in gpus:
+            run_dir = output / "runs" / f"gpu{g}"
+            log = output / "runs" / f"gpu{g}.log"
+            with open(log, "wb") as fh:
+                cmd = [sys.executable, "-m", "archline", *child_argv(argv, g, run_dir)]
+                procs.append((g, run_dir, log, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=safe_env())))
+        return [GPUChild(g, d, log, p.wait()) for g, d, log, p in procs]
+    except KeyboardInterrupt:
+        for *_, p in procs:
+            p.terminate()
+        for *_, p in procs:
+            p.wait()
+        raise
