@@ -118,3 +118,41 @@ def test_failed_gpu_task_is_listed_not_lost(tmp_path: Path) -> None:
     assert rd.manifest.status == "complete" and any("fell off the bus" in n for n in rd.manifest.notes)
     rep = render(RunDir.open(tmp_path / "f"), tmp_path / "f")
     assert "fell off the bus" in rep.markdown.read_text()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["characterize", "--gpu", "2"],
+        ["instructions", "--gpu", "0,3"],
+        ["roofline", "--gpu", "9"],
+        ["sensor", "calibrate", "--gpu", "2"],
+        ["monitor", "--gpu", "4"],
+        ["fleet", "run", "--gpu", "5"],
+    ],
+)
+def test_a_gpu_that_does_not_exist_is_a_one_line_error(
+    args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from tests.helpers.fake_nvml import make_fake_nvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml(count=2))
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "no GPU with index" in res.output and "(this machine has 2)" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_device_uuids_map_cuda_visible_devices_to_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from archline.characterize.fleet import physical_gpu
+    from tests.helpers.fake_nvml import make_fake_nvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml(count=3))
+    assert physical_gpu({"CUDA_VISIBLE_DEVICES": "2,0,1"}) == 2
+    assert physical_gpu({"CUDA_VISIBLE_DEVICES": "GPU-fa4e0000-0000-0000-0000-000000000001"}) == 1
+    assert physical_gpu({}) == 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tarfile
-import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -117,18 +117,24 @@ def run_task(task: FleetTask, runner: TaskRunner | None = None) -> FleetResult:
         return FleetResult(label, host, gpu, _tar(out), "", time.perf_counter() - t0)
 
 
-def submit(client: Any, tasks: Sequence[FleetTask], runner: TaskRunner | None = None, *, pin: bool) -> list[FleetResult]:
+def submit(
+    client: Any, tasks: Sequence[FleetTask], runner: TaskRunner | None = None, *, pin: bool
+) -> list[FleetResult]:
     """Submit ``tasks`` on a ``distributed.Client``; with ``pin``, task i runs on worker i (one GPU each)."""
     if pin:
         workers = sorted(client.scheduler_info()["workers"])
         if len(workers) < len(tasks):
             raise FleetError(f"{len(tasks)} GPU tasks but only {len(workers)} Dask workers")
         futs = [
-            client.submit(run_task, t, runner, workers=[w], allow_other_workers=False, pure=False, key=f"fleet-{t.label or i}")
+            client.submit(
+                run_task, t, runner, workers=[w], allow_other_workers=False, pure=False, key=f"fleet-{t.label or i}"
+            )
             for i, (t, w) in enumerate(zip(tasks, workers, strict=False))
         ]
     else:
-        futs = [client.submit(run_task, t, runner, pure=False, key=f"fleet-{t.label or i}") for i, t in enumerate(tasks)]
+        futs = [
+            client.submit(run_task, t, runner, pure=False, key=f"fleet-{t.label or i}") for i, t in enumerate(tasks)
+        ]
     results: list[FleetResult] = client.gather(futs)
     return results
 
@@ -153,7 +159,13 @@ def gather(results: Sequence[FleetResult], out: Path) -> list[tuple[FleetResult,
 
 
 def run_fleet(
-    client: Any, tasks: Sequence[FleetTask], out: Path, runner: TaskRunner | None = None, *, pin: bool, force: bool = False
+    client: Any,
+    tasks: Sequence[FleetTask],
+    out: Path,
+    runner: TaskRunner | None = None,
+    *,
+    pin: bool,
+    force: bool = False,
 ) -> RunDir:
     """Run ``tasks`` on the client's workers, gather their run directories under ``out/runs``, and record the fleet."""
     from archline.records import Manifest

@@ -1,4 +1,4 @@
-"""Where a fleet runs: a Dask client on dask-cuda's LocalCUDACluster, a LocalCluster, SLURM/PBS, or a scheduler address."""
+"""Where a fleet runs: a Dask client on dask-cuda's LocalCUDACluster, a LocalCluster, SLURM/PBS, or an address."""
 
 from __future__ import annotations
 
@@ -46,7 +46,9 @@ def _connect(address: str, timeout_s: float) -> Any:
     try:
         return distributed.Client(address, timeout=timeout_s)
     except (OSError, TimeoutError) as exc:
-        raise FleetError(f"cannot reach the Dask scheduler at {address} within {timeout_s:g} s ({type(exc).__name__})") from None
+        raise FleetError(
+            f"cannot reach the Dask scheduler at {address} within {timeout_s:g} s ({type(exc).__name__})"
+        ) from None
 
 
 def _jobqueue(spec: ClusterSpec, n_jobs: int) -> Any:

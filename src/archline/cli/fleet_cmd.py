@@ -1,4 +1,4 @@
-"""CLI: ``archline fleet run`` (one task per GPU on Dask) and ``archline fleet compare`` (run directories side by side)."""
+"""CLI: ``archline fleet run`` (one task per GPU on Dask) and ``archline fleet compare`` (runs side by side)."""
 
 from __future__ import annotations
 
@@ -56,14 +56,18 @@ def compare_runs(runs: list[Path], output: Path, *, split: bool, force: bool) ->
 
 def register(app: typer.Typer) -> None:
     """Add ``archline fleet run`` and ``archline fleet compare``."""
-    fleet = typer.Typer(help="A fleet of GPUs on Dask: one task per GPU, one report comparing them.", no_args_is_help=True)
+    fleet = typer.Typer(
+        help="A fleet of GPUs on Dask: one task per GPU, one report comparing them.", no_args_is_help=True
+    )
     app.add_typer(fleet, name="fleet")
 
     @fleet.command("run")
     @handle_errors
     def run(
         kind: str = typer.Option("quick", "--kind", help="quick or full characterization, or calibrate (the sensor)."),
-        cluster: str = typer.Option("local-cuda", "--cluster", help="local-cuda (one worker per GPU), local, slurm, pbs."),
+        cluster: str = typer.Option(
+            "local-cuda", "--cluster", help="local-cuda (one worker per GPU), local, slurm, pbs."
+        ),
         scheduler: str | None = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler."),
         gpu: str = typer.Option("all", "--gpu", help="With local-cuda: GPUs of this node, 'all' or 0,2,…"),
         jobs: int = typer.Option(0, "--jobs", help="slurm/pbs: number of GPU jobs (one GPU each)."),
@@ -108,4 +112,3 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Compare characterization runs of several GPUs side by side (one model and driver, or --split)."""
         _report(compare_runs(runs, output, split=split, force=force))
-

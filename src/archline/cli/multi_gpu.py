@@ -8,11 +8,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["GPUChild", "child_argv", "run_per_gpu", "safe_env"]
+import typer
+
+__all__ = ["GPUChild", "child_argv", "fan_out", "run_per_gpu", "safe_env"]
 
 #: NVLink multicast off in every child (the GPU machines' notes require it).
-SAFE_ENV: dict[str, str] = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+SAFE_ENV: dict[str, str] = {
+    "NCCL_NVLS_ENABLE": "0",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+    "NVSHMEM_DISABLE_NVLS": "1",
+}
 
 _VALUED = {"--gpu", "-o", "--output", "-g", "--out"}
 
@@ -67,7 +74,9 @@ def run_per_gpu(argv: Sequence[str], gpus: Sequence[int], output: Path) -> list[
             log = output / "runs" / f"gpu{g}.log"
             with open(log, "wb") as fh:
                 cmd = [sys.executable, "-m", "archline", *child_argv(argv, g, run_dir)]
-                procs.append((g, run_dir, log, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=safe_env())))
+                procs.append(
+                    (g, run_dir, log, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=safe_env()))
+                )
         return [GPUChild(g, d, log, p.wait()) for g, d, log, p in procs]
     except KeyboardInterrupt:
         for *_, p in procs:
@@ -75,3 +84,43 @@ def run_per_gpu(argv: Sequence[str], gpus: Sequence[int], output: Path) -> list[
         for *_, p in procs:
             p.wait()
         raise
+
+
+def fan_out(command: str, gpus: Sequence[int], output: Path, *, force: bool, report: bool) -> list[GPUChild]:
+    """``archline <command>`` on every GPU of ``gpus`` at once; a fleet run directory at ``output`` lists them.
+
+    With ``report`` the fleet report compares the GPUs side by side. Exits 1 if any GPU's run failed.
+    """
+    import socket
+    import time
+
+    from archline.cli._common import console, err_console
+    from archline.records import Manifest, RunDir
+
+    rd = RunDir.create(output, Manifest.new("fleet", extra={"kind": command, "gpus": list(gpus)}), overwrite=force)
+    err_console.print(f"archline: {command} on GPUs {', '.join(map(str, gpus))} at once (one process each)")
+    t0 = time.perf_counter()
+    children = run_per_gpu(sys.argv[1:], gpus, output)
+    wall_s = time.perf_counter() - t0
+    host = socket.gethostname()
+    runs = [
+        {"label": f"gpu{c.gpu}", "host": host, "gpu": c.gpu, "path": f"runs/gpu{c.gpu}" if c.returncode == 0 else None,
+         "error": "" if c.returncode == 0 else f"exit status {c.returncode}; log {c.log}"}
+        for c in children
+    ]  # fmt: skip
+    failed = [r for r in runs if r["error"]]
+    notes = tuple(f"{r['label']}: {r['error']}" for r in failed)
+    status: Any = "failed" if len(failed) == len(runs) else "complete"
+    rd.finish(status, notes=notes, extra={**rd.manifest.extra, "runs": runs, "wall_s": wall_s})
+    for c in children:
+        mark = "ok" if c.returncode == 0 else f"failed (exit {c.returncode}, log {c.log})"
+        console.print(f"GPU {c.gpu}: {c.output} {mark}")
+    console.print(f"wall time for {len(children)} GPUs: {wall_s:.1f} s")
+    if report and len(failed) < len(runs):
+        from archline.report.fleet import render
+
+        rep = render(RunDir.open(output), output)
+        console.print(f"report: {rep.markdown}")
+    if failed:
+        raise typer.Exit(1)
+    return children

@@ -34,8 +34,8 @@ __all__ = [
     "decode_throttle",
     "device_count",
     "device_state",
-    "device_uuids",
     "device_static",
+    "device_uuids",
     "index_of_uuid",
     "nvml_call",
     "open_sources",
@@ -199,7 +199,9 @@ def device_uuids() -> list[str]:
     """Every GPU's UUID, in NVML's index order (the key that maps CUDA devices to NVML devices)."""
     nv = _init()
     try:
-        return [str(_str(nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i)))) for i in range(nv.nvmlDeviceGetCount())]
+        return [
+            str(_str(nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i)))) for i in range(nv.nvmlDeviceGetCount())
+        ]
     finally:
         nv.nvmlShutdown()
 

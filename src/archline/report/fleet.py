@@ -1,4 +1,4 @@
-"""The fleet report: a per-GPU table of key figures, their spread and outliers, and plots, one GPU model and driver at a time."""
+"""The fleet report: key figures per GPU, their spread, outliers and plots, one GPU model and driver at a time."""
 
 from __future__ import annotations
 
@@ -66,7 +66,9 @@ def _spread_table(group: Sequence[Board]) -> tuple[Table, dict[tuple[str, str], 
             continue
         for lab, v, z in s.outliers:
             flagged[(lab, f.key)] = z
-            lines.append(f"{lab}: {f.label} {fmt_sig(v, 4)} {f.unit} (modified z {z:+.1f}; group mean {fmt_sig(s.mean, 4)})")
+            lines.append(
+                f"{lab}: {f.label} {fmt_sig(v, 4)} {f.unit} (modified z {z:+.1f}; group mean {fmt_sig(s.mean, 4)})"
+            )
         rows.append(
             (f"{f.label} ({f.unit})", str(s.n), fmt_sig(s.mean, 4), fmt_sig(s.std, 3), f"{s.cv_pct:.2f}",
              fmt_sig(s.min, 4), fmt_sig(s.max, 4))

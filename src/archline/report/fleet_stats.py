@@ -55,7 +55,9 @@ def _tensor(rows: Rows, _: Mapping[str, Any]) -> float | None:
     vals = [
         _flops_per_s(r)
         for r in rows
-        if r.get("status") == "ok" and not r.get("sweep_var") and ("mma" in str(r.get("name")) or r.get("unit") == "tensor")
+        if r.get("status") == "ok"
+        and not r.get("sweep_var")
+        and ("mma" in str(r.get("name")) or r.get("unit") == "tensor")
     ]
     got = [v for v in vals if v is not None]
     return max(got) if got else None
