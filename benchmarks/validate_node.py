@@ -56,18 +56,15 @@ def archline(args: list[str], log: Path, timeout_s: float) -> tuple[int, float, 
 
 
 def boards() -> list[dict[str, str]]:
-    import pynvml as nv
+    from archline.hw.nvml import device_count, device_static
 
-    nv.nvmlInit()
-    try:
-        out = []
-        for i in range(nv.nvmlDeviceGetCount()):
-            h = nv.nvmlDeviceGetHandleByIndex(i)
-            name, uuid = nv.nvmlDeviceGetName(h), nv.nvmlDeviceGetUUID(h)
-            out.append({"index": str(i), "name": str(name), "uuid": str(uuid), "board": f"{name} {str(uuid)[:12]}"})
-        return out
-    finally:
-        nv.nvmlShutdown()
+    out = []
+    for i in range(device_count()):
+        d = device_static(i)
+        name, uuid = str(d.get("name")), str(d.get("uuid"))
+        out.append({"index": str(i), "name": name, "uuid": uuid, "driver": str(d.get("driver_version")),
+                    "board": f"{name} {uuid[:12]}"})  # fmt: skip
+    return out
 
 
 def sec_calibrate(out: Path, a: argparse.Namespace, s: dict[str, Any]) -> None:
