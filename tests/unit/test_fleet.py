@@ -156,3 +156,24 @@ def test_device_uuids_map_cuda_visible_devices_to_nvml(monkeypatch: pytest.Monke
     assert physical_gpu({"CUDA_VISIBLE_DEVICES": "2,0,1"}) == 2
     assert physical_gpu({"CUDA_VISIBLE_DEVICES": "GPU-fa4e0000-0000-0000-0000-000000000001"}) == 1
     assert physical_gpu({}) == 0
+
+
+def test_characterize_on_two_gpus_runs_one_process_per_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fan-out: one child per GPU, a fleet run directory listing both; children without NVML fail, and say so."""
+    import sys
+
+    from tests.helpers.fake_nvml import make_fake_nvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml(count=2))
+    out = tmp_path / "both"
+    argv = ["characterize", "--quick", "--gpu", "all", "-o", str(out)]
+    monkeypatch.setattr(sys, "argv", ["archline", *argv])
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 1, res.output
+    run = RunDir.open(out)
+    assert run.manifest.kind == "fleet" and run.manifest.status == "failed"
+    assert [r["label"] for r in run.manifest.extra["runs"]] == ["gpu0", "gpu1"]
+    for g in (0, 1):
+        log = (out / "runs" / f"gpu{g}.log").read_text()
+        assert "archline: error:" in log and "Traceback" not in log
+    assert "GPU 0:" in res.output and "GPU 1:" in res.output

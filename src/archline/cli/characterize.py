@@ -109,7 +109,7 @@ def register(app: typer.Typer) -> None:
             return
         gpus = gpu_indices(gpu)
         if len(gpus) > 1:
-            fan_out("characterize", gpus, output, force=force, report=True)
+            fan_out("characterize", gpus, output, force=force, report=True, extra=["--no-shipped"])
             return
         with_roofline = roofline if roofline is not None else not (quick or only)
         _characterize(gpus[0], quick, only, output, force, target_s or (0.5 if quick else 1.0), with_roofline)

@@ -61,7 +61,7 @@ def safe_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_per_gpu(argv: Sequence[str], gpus: Sequence[int], output: Path) -> list[GPUChild]:
+def run_per_gpu(argv: Sequence[str], gpus: Sequence[int], output: Path, extra: Sequence[str] = ()) -> list[GPUChild]:
     """Run ``archline argv`` once per GPU at the same time, each into ``output/runs/gpu<i>``; wait for all.
 
     Each child gets its own CUDA context (its own process); its output goes to ``output/runs/gpu<i>.log``.
@@ -73,7 +73,12 @@ def run_per_gpu(argv: Sequence[str], gpus: Sequence[int], output: Path) -> list[
             run_dir = output / "runs" / f"gpu{g}"
             log = output / "runs" / f"gpu{g}.log"
             with open(log, "wb") as fh:
-                cmd = [sys.executable, "-m", "archline", *child_argv(argv, g, run_dir)]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "archline",
+                    *child_argv([*argv, *extra] if "--" not in argv else argv, g, run_dir),
+                ]
                 procs.append(
                     (g, run_dir, log, subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=safe_env()))
                 )
@@ -86,10 +91,13 @@ def run_per_gpu(argv: Sequence[str], gpus: Sequence[int], output: Path) -> list[
         raise
 
 
-def fan_out(command: str, gpus: Sequence[int], output: Path, *, force: bool, report: bool) -> list[GPUChild]:
+def fan_out(
+    command: str, gpus: Sequence[int], output: Path, *, force: bool, report: bool, extra: Sequence[str] = ()
+) -> list[GPUChild]:
     """``archline <command>`` on every GPU of ``gpus`` at once; a fleet run directory at ``output`` lists them.
 
-    With ``report`` the fleet report compares the GPUs side by side. Exits 1 if any GPU's run failed.
+    ``extra`` options go to every child. With ``report`` the fleet report compares the GPUs side by side.
+    Exits 1 if any GPU's run failed.
     """
     import socket
     import time
@@ -100,7 +108,7 @@ def fan_out(command: str, gpus: Sequence[int], output: Path, *, force: bool, rep
     rd = RunDir.create(output, Manifest.new("fleet", extra={"kind": command, "gpus": list(gpus)}), overwrite=force)
     err_console.print(f"archline: {command} on GPUs {', '.join(map(str, gpus))} at once (one process each)")
     t0 = time.perf_counter()
-    children = run_per_gpu(sys.argv[1:], gpus, output)
+    children = run_per_gpu(sys.argv[1:], gpus, output, extra)
     wall_s = time.perf_counter() - t0
     host = socket.gethostname()
     runs = [
