@@ -177,3 +177,13 @@ def test_characterize_on_two_gpus_runs_one_process_per_gpu(tmp_path: Path, monke
         log = (out / "runs" / f"gpu{g}.log").read_text()
         assert "archline: error:" in log and "Traceback" not in log
     assert "GPU 0:" in res.output and "GPU 1:" in res.output
+
+
+def test_sensor_calibration_runs_give_lag_and_delay(tmp_path: Path) -> None:
+    from archline.records import Manifest
+
+    rd = RunDir.create(tmp_path / "cal", Manifest.new("sensor-calibration", gpu={"name": "X", "driver_version": "1"}))
+    rd.write_json("profiles.json", {"profiles": {"nvml.buffer": {"model": {"lag_s": 0.1, "delay_s": 0.004}}}})
+    b = load_board("cal", tmp_path / "cal")
+    assert b.figures["sensor_lag_ms"] == pytest.approx(100.0) and b.figures["sensor_delay_ms"] == pytest.approx(4.0)
+    assert b.figures["fp32_tflops"] is None

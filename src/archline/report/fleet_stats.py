@@ -159,7 +159,11 @@ def load_board(label: str, path: Path) -> Board:
     rows: Rows = read_csv(path / "results.csv") if (path / "results.csv").is_file() else []
     if m.kind == "characterize" and not rows:
         raise RunDirError(f"{path}: characterization without results.csv")
-    figs = {f.key: f.read(rows, m.extra) for f in FIGURES}
+    extra = dict(m.extra)
+    if "sensor_model" not in extra and (path / "profiles.json").is_file():  # a sensor-calibration run
+        prof = run.read_json("profiles.json").get("profiles", {}).get("nvml.buffer")
+        extra["sensor_model"] = {"model": prof} if isinstance(prof, dict) else None
+    figs = {f.key: f.read(rows, extra) for f in FIGURES}
     return Board(
         label,
         path,
