@@ -41,4 +41,4 @@ def test_measure_with_a_list_gives_several_gpus() -> None:
     m = archline.measure(gpu=[0, 1], sources=[], sync=lambda: None)
     assert isinstance(m, MultiMeasurement) and sorted(m.per_gpu) == [0, 1]
     with pytest.raises(ValueError, match="at least one GPU"):
-        MultiMeasurement([])
+        MultiMeasurement([], lambda g: Measurement(gpu=g))

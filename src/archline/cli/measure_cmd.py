@@ -79,11 +79,11 @@ def _sum(vals: list[float | None], quad: bool = False) -> float | None:
 
 def _run_measured_gpus(cmd: list[str], gpus: list[int], *, stdout_to_stderr: bool) -> tuple[int, dict[str, Any]]:
     """Several GPUs over one run of ``cmd`` (e.g. torchrun): each GPU's energy and the total."""
+    from archline.measurement.api import measure
     from archline.measurement.attribute.program import as_child, classify_command, run_binary
-    from archline.measurement.multi import MultiMeasurement
 
     child = as_child(classify_command(cmd))
-    mm = MultiMeasurement(gpus, sync=lambda: None)
+    mm = measure(gpu=gpus, sync=lambda: None)
     with mm:
         t0 = time.time()
         rc = run_binary(child, os.environ, stdout_to_stderr=stdout_to_stderr)

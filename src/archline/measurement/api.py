@@ -210,7 +210,7 @@ def measure(gpu: int | Sequence[int] = 0, **kwargs: Any) -> Measurement | MultiM
         return Measurement(gpu=gpu, **kwargs)
     from archline.measurement.multi import MultiMeasurement
 
-    return MultiMeasurement(list(gpu), **kwargs)
+    return MultiMeasurement(list(gpu), lambda g: Measurement(gpu=g, **kwargs))
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,28 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from archline.measurement.api import Measurement
 
-__all__ = ["MultiMeasurement"]
+class Measurement(Protocol):
+    """What a per-GPU measurement offers (archline.measurement.api.Measurement)."""
+
+    def __enter__(self) -> Any: ...
+    def __exit__(self, *exc: object) -> None: ...
+    def region(self, name: str, **meta: Any) -> contextlib.AbstractContextManager[None]: ...
+    @property
+    def energy_j(self) -> float | None: ...
+    @property
+    def energy_uncertainty_j(self) -> float | None: ...
+    @property
+    def mean_power_w(self) -> float | None: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def resolvable(self) -> bool: ...
+
+
+__all__ = ["Measurement", "MultiMeasurement"]
 
 
 class MultiMeasurement(contextlib.ContextDecorator):
@@ -19,11 +36,10 @@ class MultiMeasurement(contextlib.ContextDecorator):
     per-GPU uncertainties added in quadrature (the GPUs' sensors are independent).
     """
 
-    def __init__(self, gpus: Sequence[int], make: Callable[[int], Measurement] | None = None, **kwargs: Any) -> None:
+    def __init__(self, gpus: Sequence[int], make: Callable[[int], Measurement]) -> None:
         if not gpus:
             raise ValueError("measure(gpu=[...]) needs at least one GPU")
-        build = make or (lambda g: Measurement(gpu=g, **kwargs))
-        self.per_gpu: dict[int, Measurement] = {g: build(g) for g in gpus}
+        self.per_gpu: dict[int, Measurement] = {g: make(g) for g in gpus}
 
     def __enter__(self) -> MultiMeasurement:
         entered: list[Measurement] = []
