@@ -10,8 +10,10 @@ __all__ = [
     "BenchmarkError",
     "CUPTIUnavailableError",
     "CommandError",
+    "FleetError",
     "GPUUnavailableError",
     "InputError",
+    "MixedFleetError",
     "ModelFileError",
     "NVMLUnavailableError",
     "PermissionDeniedError",
@@ -113,6 +115,14 @@ class CommandError(ArchlineError):
     """A child command could not be started."""
 
     exit_code = 127
+
+
+class FleetError(ArchlineError):
+    """A fleet could not be run: its scheduler cannot be reached, or no worker has a GPU."""
+
+
+class MixedFleetError(InputError):
+    """Runs of different GPU models or drivers put in one comparison (they are compared apart)."""
 
 
 def suggest(patterns: Iterable[str], candidates: Iterable[str]) -> str:

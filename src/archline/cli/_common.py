@@ -12,10 +12,19 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from archline.errors import ArchlineError
+from archline.errors import ArchlineError, InputError
 from archline.records import to_jsonable
 
-__all__ = ["console", "err_console", "fail", "handle_errors", "print_json", "progress_bar"]
+__all__ = [
+    "console",
+    "err_console",
+    "fail",
+    "gpu_indices",
+    "handle_errors",
+    "parse_gpus",
+    "print_json",
+    "progress_bar",
+]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -71,3 +80,31 @@ def progress_bar() -> Progress:
         console=err_console,
         transient=True,
     )
+
+
+def parse_gpus(spec: str, count: int) -> list[int]:
+    """GPU indices from ``--gpu``: one index, a comma list (``0,2``) or ``all``, checked against ``count`` GPUs."""
+    text = spec.strip().lower()
+    if text == "all":
+        if count <= 0:
+            raise InputError("--gpu all: NVML found no NVIDIA GPU")
+        return list(range(count))
+    try:
+        picked = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(f"--gpu must be an index, a list like 0,2, or 'all', not {spec!r}") from None
+    if not picked:
+        raise InputError(f"--gpu must be an index, a list like 0,2, or 'all', not {spec!r}")
+    for g in picked:
+        if not 0 <= g < count:
+            raise InputError(f"--gpu: no GPU with index {g} (this machine has {count})")
+    if len(set(picked)) != len(picked):
+        raise InputError(f"--gpu names a GPU twice: {spec!r}")
+    return picked
+
+
+def gpu_indices(spec: str) -> list[int]:
+    """:func:`parse_gpus` against the GPUs NVML sees on this machine."""
+    from archline.hw.nvml import device_count
+
+    return parse_gpus(spec, device_count())

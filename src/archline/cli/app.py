@@ -7,6 +7,7 @@ import typer
 from archline.cli import (
     analyze,
     characterize,
+    fleet_cmd,
     instructions,
     measure_cmd,
     model_cmd,
@@ -56,6 +57,7 @@ for _mod in (
     roofline,
     model_cmd,
     run_cmd,
+    fleet_cmd,
 ):
     _mod.register(app)
 

@@ -9,7 +9,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from archline.cli._common import console, err_console, handle_errors, progress_bar
+from archline.cli._common import console, err_console, gpu_indices, handle_errors, progress_bar
+from archline.cli.multi_gpu import fan_out
 from archline.core.kernel import KernelSpec
 from archline.errors import GPUUnavailableError, InputError
 
@@ -73,7 +74,7 @@ def register(app: typer.Typer) -> None:
     @app.command("characterize")
     @handle_errors
     def characterize(
-        gpu: int = typer.Option(0, "--gpu", help="GPU index."),
+        gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         quick: bool = typer.Option(False, "--quick", help="The quick subset (about 20 kernels, ≤ 2 min)."),
         only: list[str] = typer.Option([], "--only", help="Glob(s) of benchmark names, e.g. 'arith.fp32.*'."),
         output: Path = typer.Option(Path("archline-run"), "-o", "--output", help="Run directory to write."),
@@ -100,14 +101,18 @@ def register(app: typer.Typer) -> None:
         # Check the patterns before touching any hardware, so a typo fails fast everywhere.
         if only:
             catalogue.select(only)
-        reason = _gpu_available(gpu)
+        reason = _gpu_available(0)
         if reason is not None:
             if no_shipped:
                 raise GPUUnavailableError(reason)
             _show_shipped(output, reason)
             return
+        gpus = gpu_indices(gpu)
+        if len(gpus) > 1:
+            fan_out("characterize", gpus, output, force=force, report=True, extra=["--no-shipped"])
+            return
         with_roofline = roofline if roofline is not None else not (quick or only)
-        _characterize(gpu, quick, only, output, force, target_s or (0.5 if quick else 1.0), with_roofline)
+        _characterize(gpus[0], quick, only, output, force, target_s or (0.5 if quick else 1.0), with_roofline)
 
 
 def _characterize(

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from archline.cli._common import console, err_console, handle_errors, progress_bar
+from archline.cli._common import console, err_console, gpu_indices, handle_errors, progress_bar
+from archline.cli.multi_gpu import fan_out
 from archline.errors import InputError
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ def register(app: typer.Typer) -> None:
     @app.command("instructions")
     @handle_errors
     def instructions(
-        gpu: int = typer.Option(0, "--gpu", help="GPU index."),
+        gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         only: list[str] = typer.Option([], "--only", help="Glob(s) of instructions, e.g. 'add.*' or 'inst.fma.*'."),
         opt: str = typer.Option("3,0", "--opt", help="ptxas optimisation levels, comma-separated (0–4)."),
         shapes: str = typer.Option(
@@ -120,7 +121,11 @@ def register(app: typer.Typer) -> None:
             _repeat_diffs([], repeat_of)  # read the earlier table now: fail before the measurement, not after
         if target_s <= 0:
             raise InputError("--target-s must be > 0")
-        _run(gpu, pairs, levels, output, force, repeat_of, techniques, target_s)
+        gpus = gpu_indices(gpu)
+        if len(gpus) > 1:
+            fan_out("instructions", gpus, output, force=force, report=False)
+            return
+        _run(gpus[0], pairs, levels, output, force, repeat_of, techniques, target_s)
 
 
 def _run(

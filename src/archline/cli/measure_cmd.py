@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.cli._common import console, err_console, gpu_indices, handle_errors, print_json
 from archline.errors import ArchlineError, InputError
 
 __all__ = ["register"]
@@ -30,22 +30,32 @@ def _run_measured(cmd: list[str], gpu: int, *, stdout_to_stderr: bool = False) -
         wall = time.time() - t0
     if rc < 0:  # killed by signal N: exit 128 + N as a shell does (sys.exit(-N) would give 256 - N)
         rc = 128 - rc
-    counter = counter_sigma = None
-    total = m.total
-    if m.trace is not None and (en := m.trace.get("nvml.energy")) is not None and total.duration_s >= 0.5:
-        from archline.core.recording import Region
-        from archline.measurement.counter import counter_window_energies
+    out = {"command": cmd, "exit_code": rc, "time_s": wall, **_gpu_result(m, gpu), "state_before": state_before}
+    return rc, out
 
-        try:
-            (w,) = counter_window_energies(en, [Region("total", total.start_s, total.end_s)], max_rel_uncertainty=1.0)
-            counter, counter_sigma = w.energy_j, w.energy_uncertainty_j
-        except ArchlineError as exc:
-            err_console.print(f"archline: note: no energy-counter figure: {exc}", soft_wrap=True)
-    out = {
-        "command": cmd,
-        "exit_code": rc,
+
+def _counter(m: Any) -> tuple[float | None, float | None]:
+    """The NVML energy counter's energy over the whole measurement, with its σ (None under 0.5 s)."""
+    total = m.total
+    if m.trace is None or (en := m.trace.get("nvml.energy")) is None or total.duration_s < 0.5:
+        return None, None
+    from archline.core.recording import Region
+    from archline.measurement.counter import counter_window_energies
+
+    try:
+        (w,) = counter_window_energies(en, [Region("total", total.start_s, total.end_s)], max_rel_uncertainty=1.0)
+    except ArchlineError as exc:
+        err_console.print(f"archline: note: no energy-counter figure: {exc}", soft_wrap=True)
+        return None, None
+    return w.energy_j, w.energy_uncertainty_j
+
+
+def _gpu_result(m: Any, gpu: int) -> dict[str, Any]:
+    """One GPU's figures of a finished Measurement."""
+    counter, counter_sigma = _counter(m)
+    total = m.total
+    return {
         "gpu": gpu,
-        "time_s": wall,
         "energy_j": m.energy_j,
         "energy_uncertainty_j": m.energy_uncertainty_j,
         "energy_counter_j": counter,
@@ -55,9 +65,61 @@ def _run_measured(cmd: list[str], gpu: int, *, stdout_to_stderr: bool = False) -
         "resolvable": m.resolvable,
         "sensor_model": total.sensor_model,
         "notes": list(total.notes),
-        "state_before": state_before,
     }
-    return rc, out
+
+
+def _sum(vals: list[float | None], quad: bool = False) -> float | None:
+    import math
+
+    if any(v is None for v in vals):
+        return None
+    xs = [float(v) for v in vals if v is not None]
+    return math.hypot(*xs) if quad else math.fsum(xs)
+
+
+def _run_measured_gpus(cmd: list[str], gpus: list[int], *, stdout_to_stderr: bool) -> tuple[int, dict[str, Any]]:
+    """Several GPUs over one run of ``cmd`` (e.g. torchrun): each GPU's energy and the total."""
+    from archline.measurement.api import measure
+    from archline.measurement.attribute.program import as_child, classify_command, run_binary
+
+    child = as_child(classify_command(cmd))
+    mm = measure(gpu=gpus, sync=lambda: None)
+    with mm:
+        t0 = time.time()
+        rc = run_binary(child, os.environ, stdout_to_stderr=stdout_to_stderr)
+        wall = time.time() - t0
+    if rc < 0:
+        rc = 128 - rc
+    per = [_gpu_result(m, g) for g, m in mm.per_gpu.items()]
+    total = {
+        "energy_j": _sum([p["energy_j"] for p in per]),
+        "energy_uncertainty_j": _sum([p["energy_uncertainty_j"] for p in per], quad=True),
+        "energy_counter_j": _sum([p["energy_counter_j"] for p in per]),
+        "energy_counter_uncertainty_j": _sum([p["energy_counter_uncertainty_j"] for p in per], quad=True),
+        "mean_power_w": _sum([p["mean_power_w"] for p in per]),
+    }
+    return rc, {"command": cmd, "exit_code": rc, "time_s": wall, "gpus": per, "total": total}
+
+
+def _print_multi(out: dict[str, Any], rc: int) -> None:
+    t = Table(title=" ".join(out["command"]))
+    for c in ("GPU", "energy (J)", "counter (J)", "mean power (W)", "max power (W)"):
+        t.add_column(c)
+
+    def pm(v: float | None, u: float | None) -> str:
+        return "—" if v is None else (f"{v:.2f}" if u is None else f"{v:.2f} ± {u:.2f}")
+
+    for p in out["gpus"]:
+        mp, xp = p["mean_power_w"], p["max_power_w"]
+        t.add_row(str(p["gpu"]), pm(p["energy_j"], p["energy_uncertainty_j"]),
+                  pm(p["energy_counter_j"], p["energy_counter_uncertainty_j"]),
+                  "—" if mp is None else f"{mp:.1f}", "—" if xp is None else f"{xp:.1f}")  # fmt: skip
+    tot = out["total"]
+    t.add_row("total", pm(tot["energy_j"], tot["energy_uncertainty_j"]),
+              pm(tot["energy_counter_j"], tot["energy_counter_uncertainty_j"]),
+              "—" if tot["mean_power_w"] is None else f"{tot['mean_power_w']:.1f}", "")  # fmt: skip
+    console.print(t)
+    console.print(f"wall time {out['time_s']:.3f} s, exit code {rc}")
 
 
 def register(app: typer.Typer) -> None:
@@ -71,7 +133,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def measure_cmd(
         ctx: typer.Context,
-        gpu: int = typer.Option(0, "--gpu", help="GPU index (as NVML numbers them)."),
+        gpu: str = typer.Option("0", "--gpu", help="GPU index (as NVML numbers them), a list like 0,1, or 'all'."),
         json_out: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     ) -> None:
         """Run a command and report its GPU energy, time, and mean and maximum power.
@@ -82,11 +144,19 @@ def register(app: typer.Typer) -> None:
         cmd = list(ctx.args)
         if not cmd:
             raise InputError("no command given (usage: archline measure [--gpu N] -- CMD ARGS...)")
-        rc, out = _run_measured(cmd, gpu, stdout_to_stderr=json_out)
+        gpus = gpu_indices(gpu)
+        if len(gpus) > 1:
+            rc, out = _run_measured_gpus(cmd, gpus, stdout_to_stderr=json_out)
+            if json_out:
+                print_json(out)
+            else:
+                _print_multi(out, rc)
+            raise typer.Exit(rc)
+        rc, out = _run_measured(cmd, gpus[0], stdout_to_stderr=json_out)
         if json_out:
             print_json(out)
         else:
-            t = Table(title=f"GPU {gpu}: {' '.join(cmd)}", show_header=False)
+            t = Table(title=f"GPU {gpus[0]}: {' '.join(cmd)}", show_header=False)
             t.add_row("wall time", f"{out['time_s']:.3f} s")
             e, u = out["energy_j"], out["energy_uncertainty_j"]
             t.add_row(

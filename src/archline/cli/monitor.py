@@ -10,21 +10,10 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from archline.cli._common import console, handle_errors
+from archline.cli._common import console, gpu_indices, handle_errors
 from archline.errors import InputError
 
 __all__ = ["register"]
-
-
-def _gpus(spec: str) -> list[int]:
-    from archline.hw.nvml import device_count
-
-    if spec == "all":
-        return list(range(device_count()))
-    try:
-        return [int(spec)]
-    except ValueError:
-        raise InputError(f"--gpu must be an index or 'all', not {spec!r}") from None
 
 
 def _latest(r: Any) -> float | None:
@@ -82,7 +71,7 @@ def register(app: typer.Typer) -> None:
 
         if duration < 0:
             raise InputError("--duration must be ≥ 0")
-        gpus = _gpus(gpu)
+        gpus = gpu_indices(gpu)
         samplers: dict[int, Sampler] = {}
         recs = {}
         interrupted = False

@@ -8,7 +8,8 @@ from typing import Any
 
 import typer
 
-from archline.cli._common import console, err_console, handle_errors
+from archline.cli._common import console, err_console, gpu_indices, handle_errors
+from archline.cli.multi_gpu import fan_out
 from archline.errors import InputError
 
 __all__ = ["parse_precisions", "register"]
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
     @app.command("roofline")
     @handle_errors
     def roofline(
-        gpu: int = typer.Option(0, "--gpu", help="GPU index."),
+        gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         precision: str = typer.Option("single,double", "--precision", help="single, double, or both."),
         output: Path = typer.Option(Path("archline-roofline"), "-o", "--output", help="Run directory to write."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
@@ -61,7 +62,11 @@ def register(app: typer.Typer) -> None:
             raise InputError("--target-s must be > 0")
         if not 0 < heldout_error < 1:
             raise InputError("--heldout-error must be between 0 and 1")
-        _run(gpu, precisions, output, force, heldout, target_s, heldout_error, counted)
+        gpus = gpu_indices(gpu)
+        if len(gpus) > 1:
+            fan_out("roofline", gpus, output, force=force, report=False)
+            return
+        _run(gpus[0], precisions, output, force, heldout, target_s, heldout_error, counted)
 
 
 def _run(

@@ -8,7 +8,8 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.cli._common import console, err_console, gpu_indices, handle_errors, print_json
+from archline.cli.multi_gpu import fan_out
 from archline.cli.sensor import sensor_app
 
 __all__ = ["register"]
@@ -21,7 +22,7 @@ def _say(msg: str) -> None:
 @sensor_app.command("calibrate")
 @handle_errors
 def calibrate_cmd(
-    gpu: int = typer.Option(0, "--gpu", help="GPU index."),
+    gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
     output: Path = typer.Option(Path("archline-sensor"), "-o", "--output", help="Run directory to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
     quick: bool = typer.Option(False, "--quick", help="A 15 s schedule instead of the full ~45 s one."),
@@ -36,7 +37,11 @@ def calibrate_cmd(
     from archline.measurement.calibrate.run import calibrate
     from archline.report.sensor import render_calibration
 
-    with GPUSession(gpu, output, "sensor-calibration", force=force, sources=_ALL_POWER) as s:
+    gpus = gpu_indices(gpu)
+    if len(gpus) > 1:
+        fan_out("sensor calibrate", gpus, output, force=force, report=False)
+        return
+    with GPUSession(gpus[0], output, "sensor-calibration", force=force, sources=_ALL_POWER) as s:
         g = s.rd.manifest.gpu
         cal = calibrate(
             s.ex,

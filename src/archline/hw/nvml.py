@@ -35,6 +35,8 @@ __all__ = [
     "device_count",
     "device_state",
     "device_static",
+    "device_uuids",
+    "index_of_uuid",
     "nvml_call",
     "open_sources",
 ]
@@ -190,6 +192,27 @@ def device_count() -> int:
     """Number of NVIDIA GPUs NVML sees (raises NVMLUnavailableError without a driver)."""
     with _session_for_count() as n:
         return n
+
+
+@_guard("NVML device UUIDs")
+def device_uuids() -> list[str]:
+    """Every GPU's UUID, in NVML's index order (the key that maps CUDA devices to NVML devices)."""
+    nv = _init()
+    try:
+        return [
+            str(_str(nv.nvmlDeviceGetUUID(nv.nvmlDeviceGetHandleByIndex(i)))) for i in range(nv.nvmlDeviceGetCount())
+        ]
+    finally:
+        nv.nvmlShutdown()
+
+
+def index_of_uuid(uuid: str) -> int:
+    """NVML's index of the GPU whose UUID is ``uuid`` or starts with it (as CUDA_VISIBLE_DEVICES may give it)."""
+    uuids = device_uuids()
+    hits = [i for i, u in enumerate(uuids) if u.startswith(uuid)]
+    if len(hits) != 1:
+        raise GPUUnavailableError(f"no single GPU with UUID {uuid!r} (this machine has {len(uuids)})")
+    return hits[0]
 
 
 @contextmanager

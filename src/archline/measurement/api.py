@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 from archline.core.readings import Clock, PowerSource, SystemClock
 from archline.core.recording import Recording, Region
@@ -14,6 +14,9 @@ from archline.measurement.choose import GpuIdentity, ModelChoice, choose_model
 from archline.measurement.energy import WindowEstimate, WindowEstimator
 from archline.measurement.sampler import Sampler
 from archline.measurement.sensor_model import SensorModel
+
+if TYPE_CHECKING:
+    from archline.measurement.multi import MultiMeasurement
 
 __all__ = ["CallableEnergy", "Measurement", "RegionEnergy", "measure", "measure_callable"]
 
@@ -194,9 +197,20 @@ def _described(est: Callable[[Recording, Region], WindowEstimate]) -> str:
     return choice.describe if isinstance(choice, ModelChoice) else ""
 
 
-def measure(gpu: int = 0, **kwargs: Any) -> Measurement:
-    """Context manager (and decorator) measuring GPU energy; see :class:`Measurement`."""
-    return Measurement(gpu=gpu, **kwargs)
+@overload
+def measure(gpu: int = 0, **kwargs: Any) -> Measurement: ...
+@overload
+def measure(gpu: Sequence[int], **kwargs: Any) -> MultiMeasurement: ...
+def measure(gpu: int | Sequence[int] = 0, **kwargs: Any) -> Measurement | MultiMeasurement:
+    """Context manager (and decorator) measuring GPU energy; see :class:`Measurement`.
+
+    ``gpu=[0, 1]`` measures several GPUs over the same span (:class:`~archline.measurement.multi.MultiMeasurement`).
+    """
+    if isinstance(gpu, int):
+        return Measurement(gpu=gpu, **kwargs)
+    from archline.measurement.multi import MultiMeasurement
+
+    return MultiMeasurement(list(gpu), lambda g: Measurement(gpu=g, **kwargs))
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ _BUILTIN: dict[str, str] = {
     "sensor-calibration": "archline.report.sensor:render_calibration",
     "sensor-validation": "archline.report.sensor:render_validation",
     "measure-validation": "archline.report.measure_validation:render_measure_validation",
+    "fleet": "archline.report.fleet:render",
 }
 
 
