@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from archline import attribute
-from archline.cli import run_cmd
+from archline.cli._common import Deps
 from archline.cli.app import app
 from archline.errors import CommandError, InputError, SensorError
 from archline.measurement.attribute.program import TracerChoice, choose_tracer, classify_command
@@ -42,7 +42,7 @@ sys.exit(int(sys.argv[2]))
 def fake_gpu(monkeypatch):
     gpu = FakeGPU()
     attrib_fakes.CURRENT.append(gpu)
-    monkeypatch.setattr(run_cmd, "backend_factory", gpu.backend)
+    gpu.deps = Deps(attribution_backend=gpu.backend)  # type: ignore[attr-defined]
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
         monkeypatch.delenv(k, raising=False)
@@ -61,7 +61,7 @@ def test_python_script_runs_in_process_and_gets_per_kernel_rows(fake_gpu, script
     out = tmp_path / "run"
     # 128 calls (32 counter windows, 8 blocks): 64 calls in blocks of 8 left the fit at the mercy
     # of a busy machine's timing.
-    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "128", "0"])
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "128", "0"], obj=fake_gpu.deps)
     assert res.exit_code == 0, res.output
     assert "hot_kernel" in res.output and "cool_kernel" in res.output
     assert "program output" in res.output
@@ -81,7 +81,9 @@ def test_python_script_runs_in_process_and_gets_per_kernel_rows(fake_gpu, script
 
 def test_exit_status_is_passed_through_and_outputs_kept(fake_gpu, script, tmp_path):
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", sys.executable, str(script), "3", "4"])
+    res = CliRunner().invoke(
+        app, ["run", "-o", str(out), "--", sys.executable, str(script), "3", "4"], obj=fake_gpu.deps
+    )
     assert res.exit_code == 4
     assert "exited with status 4" in res.output
     assert RunDir.open(out).manifest.status == "complete"
@@ -92,7 +94,7 @@ def test_a_crashing_program_keeps_its_run_directory(fake_gpu, tmp_path):
     p = tmp_path / "crash.py"
     p.write_text("from tests.helpers.attrib_fakes import CURRENT\nCURRENT[-1].launch('k', 0.01, 300.0)\n1/0\n")
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(p)])
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(p)], obj=fake_gpu.deps)
     assert res.exit_code == 1
     assert "ZeroDivisionError" in res.output
     assert (out / "raw" / "recording.npz").is_file() and (out / "kernels.csv").is_file()
@@ -102,13 +104,15 @@ def test_a_failure_message_with_brackets_is_printed_verbatim(fake_gpu, tmp_path)
     p = tmp_path / "crash.py"
     p.write_text("from tests.helpers.attrib_fakes import CURRENT\nCURRENT[-1].launch('k', 0.01, 300.0)\n"
                  "raise ValueError('bad shape [/x]')\n")  # fmt: skip
-    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "run"), "--", str(p)])
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "run"), "--", str(p)], obj=fake_gpu.deps)
     assert res.exit_code == 1, res.output
     assert "bad shape [/x]" in res.output
 
 
 def test_json_output_is_clean(fake_gpu, script, tmp_path):
-    res = CliRunner().invoke(app, ["run", "--json", "-o", str(tmp_path / "r"), "--", str(script), "2", "0"])
+    res = CliRunner().invoke(
+        app, ["run", "--json", "-o", str(tmp_path / "r"), "--", str(script), "2", "0"], obj=fake_gpu.deps
+    )
     assert res.exit_code == 0
     start = res.stdout.index("{")
     payload = json.loads(res.stdout[start:])
@@ -118,15 +122,15 @@ def test_json_output_is_clean(fake_gpu, script, tmp_path):
 
 
 def test_command_not_found_is_one_line_127(fake_gpu, tmp_path):
-    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "r"), "--", "no-such-program-xyz"])
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "r"), "--", "no-such-program-xyz"], obj=fake_gpu.deps)
     assert res.exit_code == 127
     assert "command not found" in res.output and "Traceback" not in res.output
 
 
 def test_no_gpu_is_one_line_exit_3(monkeypatch, script, tmp_path):
     gpu = FakeGPU()
-    monkeypatch.setattr(run_cmd, "backend_factory", lambda: gpu.backend(no_gpu=True))
-    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "r"), "--", str(script), "1", "0"])
+    no_gpu = Deps(attribution_backend=lambda: gpu.backend(no_gpu=True))
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "r"), "--", str(script), "1", "0"], obj=no_gpu)
     assert res.exit_code == 3
     assert "no NVIDIA GPU" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "r").exists()
@@ -134,9 +138,9 @@ def test_no_gpu_is_one_line_exit_3(monkeypatch, script, tmp_path):
 
 def test_cupti_refusal_is_one_line_exit_3(monkeypatch, script, tmp_path):
     gpu = FakeGPU()
-    monkeypatch.setattr(run_cmd, "backend_factory", lambda: gpu.backend(fail_tracer=True))
+    refusing = Deps(attribution_backend=lambda: gpu.backend(fail_tracer=True))
     out = tmp_path / "r"
-    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "1", "0"])
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", str(script), "1", "0"], obj=refusing)
     assert res.exit_code == 3
     assert "INSUFFICIENT_PRIVILEGES" in res.output and "Traceback" not in res.output
     assert RunDir.open(out).manifest.status == "failed"
@@ -151,7 +155,7 @@ def test_binary_without_injection_gets_whole_program_energy(fake_gpu, monkeypatc
 
     monkeypatch.setattr(cupti_inject, "build_injection", no_lib)
     out = tmp_path / "r"
-    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", "sh", "-c", "sleep 0.2; exit 5"])
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--", "sh", "-c", "sleep 0.2; exit 5"], obj=fake_gpu.deps)
     assert res.exit_code == 5
     assert "whole-program energy only" in res.output
     rows = RunDir.open(out).read_csv("kernels.csv")
@@ -275,7 +279,7 @@ def injecting_gpu(fake_gpu, monkeypatch, tmp_path):
     """The fake GPU, with an injection library that 'builds'."""
     lib = tmp_path / "libfake_inject.so"
     lib.write_bytes(b"")
-    monkeypatch.setattr(run_cmd, "backend_factory", lambda: fake_gpu.backend(injection=lib))
+    fake_gpu.deps = Deps(attribution_backend=lambda: fake_gpu.backend(injection=lib))
     return fake_gpu
 
 
@@ -283,7 +287,9 @@ def test_inject_runs_a_python_program_as_a_child_with_the_injection_library(inje
     p = tmp_path / "child.py"
     p.write_text(CHILD_SCRIPT)
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "--tracer", "inject", "-o", str(out), "--", str(p), "12", "3"])
+    res = CliRunner().invoke(
+        app, ["run", "--tracer", "inject", "-o", str(out), "--", str(p), "12", "3"], obj=injecting_gpu.deps
+    )
     assert res.exit_code == 3, res.output
     assert "child_kernel" in res.output and "exited with status 3" in res.output
     rd = RunDir.open(out)
@@ -298,7 +304,9 @@ def test_inject_runs_a_python_program_as_a_child_with_the_injection_library(inje
 
 def test_tracer_python_keeps_the_program_in_process(injecting_gpu, script, tmp_path):
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "--tracer", "python", "-o", str(out), "--", str(script), "32", "0"])
+    res = CliRunner().invoke(
+        app, ["run", "--tracer", "python", "-o", str(out), "--", str(script), "32", "0"], obj=injecting_gpu.deps
+    )
     assert res.exit_code == 0, res.output
     rd = RunDir.open(out)
     assert rd.manifest.extra["tracer"] == "python"
@@ -307,7 +315,7 @@ def test_tracer_python_keeps_the_program_in_process(injecting_gpu, script, tmp_p
 
 def test_auto_falls_back_to_in_process_without_the_injection_library(fake_gpu, script, tmp_path):
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["run", "--json", "-o", str(out), "--", str(script), "2", "0"])
+    res = CliRunner().invoke(app, ["run", "--json", "-o", str(out), "--", str(script), "2", "0"], obj=fake_gpu.deps)
     assert res.exit_code == 0
     payload = json.loads(res.stdout[res.stdout.index("{") :])
     assert payload["tracer"] == "python"
@@ -332,7 +340,9 @@ def test_tracer_inject_without_the_library_is_one_line_exit_3(fake_gpu, tmp_path
     marker = tmp_path / "ran"
     p = tmp_path / "prog.py"
     p.write_text(f"open({str(marker)!r}, 'w').close()\n")
-    res = CliRunner().invoke(app, ["run", "--tracer", "inject", "-o", str(tmp_path / "r"), "--", str(p)])
+    res = CliRunner().invoke(
+        app, ["run", "--tracer", "inject", "-o", str(tmp_path / "r"), "--", str(p)], obj=fake_gpu.deps
+    )
     assert res.exit_code == 3
     assert "--tracer inject" in res.output and "CUPTI" in res.output and "Traceback" not in res.output
     assert not marker.exists() and not (tmp_path / "r").exists()
@@ -349,7 +359,7 @@ def test_tracer_option_errors_are_one_line_exit_2(fake_gpu, tmp_path, args, mess
     cmd = ["run", "-o", str(tmp_path / "r"), *args]
     if "--" not in args:
         cmd += ["--", "sh", "-c", "true"]
-    res = CliRunner().invoke(app, cmd)
+    res = CliRunner().invoke(app, cmd, obj=fake_gpu.deps)
     assert res.exit_code == 2
     assert message in res.output and "Traceback" not in res.output
     assert not (tmp_path / "r").exists()
@@ -420,7 +430,7 @@ def test_trace_duty_marks_reach_the_run_and_its_notes(injecting_gpu, tmp_path, m
     p.write_text(CHILD_SCRIPT)
     out = tmp_path / "run"
     args = ["run", "--tracer", "inject", "--trace-duty", "0.2/0.3", "--trace-duty-mode", mode, "-o", str(out)]
-    res = CliRunner().invoke(app, [*args, "--", str(p), "300", "0"])
+    res = CliRunner().invoke(app, [*args, "--", str(p), "300", "0"], obj=injecting_gpu.deps)
     assert res.exit_code == 0, res.output
     rd = RunDir.open(out)
     notes = rd.manifest.notes
@@ -444,7 +454,7 @@ def test_too_little_traced_time_keeps_the_run_as_one_whole_program_row(injecting
     p.write_text(CHILD_SCRIPT)
     out = tmp_path / "run"
     args = ["run", "--tracer", "inject", "--trace-duty", "0.01/0.5", "-o", str(out), "--", str(p), "150", "0"]
-    res = CliRunner().invoke(app, args)
+    res = CliRunner().invoke(app, args, obj=injecting_gpu.deps)
     assert res.exit_code == 0, res.output
     rd = RunDir.open(out)
     assert rd.manifest.status == "complete"
@@ -456,7 +466,9 @@ def test_too_little_traced_time_keeps_the_run_as_one_whole_program_row(injecting
 
 def test_trace_duty_mode_is_checked(fake_gpu, script, tmp_path):
     res = CliRunner().invoke(
-        app, ["run", "--trace-duty", "0.25/1", "--trace-duty-mode", "off", "--", str(script), "2", "0"]
+        app,
+        ["run", "--trace-duty", "0.25/1", "--trace-duty-mode", "off", "--", str(script), "2", "0"],
+        obj=fake_gpu.deps,
     )
     assert res.exit_code == 2 and "--trace-duty-mode: expected one of detach, disable" in res.output
     assert "Traceback" not in res.output
@@ -465,7 +477,9 @@ def test_trace_duty_mode_is_checked(fake_gpu, script, tmp_path):
 def test_trace_duty_needs_the_injection_tracer(fake_gpu, script, tmp_path):
     out = tmp_path / "run"
     res = CliRunner().invoke(
-        app, ["run", "--tracer", "python", "--trace-duty", "0.25/1", "-o", str(out), "--", str(script), "2", "0"]
+        app,
+        ["run", "--tracer", "python", "--trace-duty", "0.25/1", "-o", str(out), "--", str(script), "2", "0"],
+        obj=fake_gpu.deps,
     )
     assert res.exit_code == 2
     assert "--trace-duty needs the injection tracer" in res.output

@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import typer
@@ -16,7 +17,9 @@ from archline.errors import ArchlineError, InputError
 from archline.records import to_jsonable
 
 __all__ = [
+    "Deps",
     "console",
+    "deps",
     "err_console",
     "fail",
     "gpu_indices",
@@ -31,6 +34,23 @@ err_console = Console(stderr=True, highlight=False)
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Deps:
+    """What the commands open hardware with, handed down through Typer's ``obj`` (no module globals).
+
+    ``attribution_backend`` makes the sensors and tracer of ``archline run`` (None: this machine's
+    NVML and CUPTI). Tests pass fakes: ``CliRunner().invoke(app, args, obj=Deps(...))``.
+    """
+
+    attribution_backend: Callable[[], Any] | None = None
+
+
+def deps(ctx: typer.Context) -> Deps:
+    """The command's dependencies (the defaults unless the caller handed some in)."""
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, Deps) else Deps()
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -16,10 +16,24 @@ from archline.core.activity import ActivityRecord
 from archline.errors import RunDirError
 from archline.records import to_jsonable, write_csv, write_json
 
+#: Data files of an attribution run directory → what each holds (for the manifest).
+RESULT_FILES = {
+    "kernels.csv": "per-kernel energy table (plus idle, gap and residual rows)",
+    "attribution.json": "the attribution result with its method details",
+}
+RAW_FILES = {
+    "raw/recording.npz": "every sensor reading (archline recording format)",
+    "raw/activities.csv": "every kernel/memcpy/memset on the common clock (and raw CUPTI ns)",
+    "raw/clock.json": "CUPTI-to-host clock mapping and its error",
+    "raw/run.json": "program span and run details",
+}
+
 __all__ = [
     "ATTRIBUTION_SCHEMA",
     "ATTRIBUTION_SCHEMA_VERSION",
     "KERNEL_COLUMNS",
+    "RAW_FILES",
+    "RESULT_FILES",
     "AttributionResult",
     "KernelRow",
     "KernelTable",

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 from archline.core.activity import ActivityRecord, short_name
 from archline.core.recording import Recording
 from archline.errors import RunDirError
-from archline.measurement.attribute.io import RAW_FILES, RESULT_FILES
 from archline.records import RunDir, atomic_write_text
-from archline.records.attribution import AttributionResult
+from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult
 from archline.report.perfetto import write_perfetto
 from archline.report.timeline_plot import plot_timeline
 

@@ -16,9 +16,9 @@ from archline.core.recording import Recording
 from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribute.design import GAP_NAMES
-from archline.measurement.attribute.io import RAW_FILES, RESULT_FILES, ChunkWriter, save_raw
+from archline.measurement.attribute.io import ChunkWriter, save_raw
 from archline.records import Manifest, RunDir, RunStatus
-from archline.records.attribution import AttributionResult, KernelTable
+from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult, KernelTable
 
 __all__ = ["SOURCES", "Attribution", "Backend", "Tracer", "attribute", "launch_bound_note", "nvml_backend"]
 

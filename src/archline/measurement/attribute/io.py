@@ -17,19 +17,7 @@ from archline.errors import RunDirError, TraceError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.records import atomic_write_text, write_json
 from archline.records.activity import read_activities, write_activities
-from archline.records.attribution import AttributionResult
-
-#: Data files of an attribution run directory → what each holds (for the manifest).
-RESULT_FILES = {
-    "kernels.csv": "per-kernel energy table (plus idle, gap and residual rows)",
-    "attribution.json": "the attribution result with its method details",
-}
-RAW_FILES = {
-    "raw/recording.npz": "every sensor reading (archline recording format)",
-    "raw/activities.csv": "every kernel/memcpy/memset on the common clock (and raw CUPTI ns)",
-    "raw/clock.json": "CUPTI-to-host clock mapping and its error",
-    "raw/run.json": "program span and run details",
-}
+from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult
 
 __all__ = [
     "ACTIVITIES_FILE",

@@ -1,0 +1,235 @@
+"""Run the program that ``archline run`` measures, traced or not, under an :class:`Attribution`.
+
+The workflow behind the command: which tracer (injection library or in-process CUPTI), the
+environment protocol with the injection library (duty cycle, output folder), the GPU the program
+is shown, and what the tracer wrote, handed to the attribution.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from archline.errors import ArchlineError, InputError
+from archline.measurement.attribute.program import (
+    ProgramSpec,
+    TracerChoice,
+    as_child,
+    check_tracer,
+    choose_tracer,
+    classify_command,
+    run_binary,
+    run_python,
+)
+
+if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a program runs, not at CLI start
+    from archline.measurement.attribute.api import Attribution, Backend, ReportWriter
+
+__all__ = ["DUTY_MODES", "run_program"]
+
+#: How duty-cycled tracing switches off: detach CUPTI (cuptiFinalize), or disable its records only.
+DUTY_MODES = ("detach", "disable")
+
+
+def _default_out() -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("archline-runs") / f"run-{stamp}"
+
+
+def _select_gpu(gpu: int, env: dict[str, str], notes: list[str]) -> None:
+    if "CUDA_VISIBLE_DEVICES" in env:
+        notes.append(
+            f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']} was already set; the program must run on "
+            f"GPU {gpu} (NVML index) for its energy to be measured"
+        )
+        return
+    # NVML numbers GPUs in PCI bus order; make CUDA agree, then show the program only that GPU.
+    env.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+
+
+def run_program(
+    cmd: Sequence[str],
+    *,
+    gpu: int = 0,
+    out: Path | None = None,
+    force: bool = False,
+    trace: bool = True,
+    tracer: str = "auto",
+    quiet_stdout: bool = False,
+    backend: Backend | None = None,
+    duty_ms: tuple[int, int] | None = None,
+    duty_mode: str = "detach",
+    render: ReportWriter | None = None,
+) -> tuple[Attribution, int, str | None]:
+    """Run ``cmd`` under an :class:`Attribution` writing into ``out``; return it, the exit status, and
+    the program's failure (a line) if it raised in-process.
+
+    ``tracer`` (``auto``, ``inject`` or ``python``) picks how kernels are recorded (:func:`choose_tracer`).
+    ``duty_ms`` = (on, period) traces kernels for ``on`` ms of every ``period`` ms (injection only);
+    ``duty_mode`` says how tracing is switched off: ``detach`` CUPTI from the process, or only
+    ``disable`` its activity records. ``render`` writes the run's report files (the report
+    layer's :func:`~archline.report.attribution_run.write_report_files`; the CLI passes it).
+    """
+    check_tracer(tracer)
+    if duty_mode not in DUTY_MODES:
+        raise InputError(f"--trace-duty-mode: expected one of {', '.join(DUTY_MODES)} (got {duty_mode!r})")
+    spec = classify_command(cmd)
+    out = out or _default_out()
+    notes: list[str] = []
+    env = dict(os.environ)
+    _select_gpu(gpu, env, notes)
+    if backend is None:
+        from archline.measurement.attribute.api import nvml_backend
+
+        backend = nvml_backend()
+    choice = choose_tracer(spec, tracer, trace=trace, build=backend.injection or _build_injection)
+    if choice.note:
+        notes.append(choice.note)
+    if duty_ms is not None and trace:
+        if choice.mode != "inject" or choice.lib is None:
+            raise InputError("--trace-duty needs the injection tracer (--tracer inject or auto with a C compiler)")
+        env["ARCHLINE_CUPTI_DUTY_MS"] = f"{duty_ms[0]},{duty_ms[1]}"
+        env["ARCHLINE_CUPTI_DUTY_MODE"] = duty_mode
+        how = "CUPTI detached" if duty_mode == "detach" else "CUPTI's records disabled"
+        notes.append(f"tracing duty cycle: kernels traced {duty_ms[0]} ms of every {duty_ms[1]} ms ({how} in between)")
+    if choice.mode == "python":
+        for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
+            if k in env:
+                os.environ[k] = env[k]
+        return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes, render)
+    return _run_child(spec, choice, gpu, out, force, quiet_stdout, backend, env, notes, render)
+
+
+def _build_injection() -> Path:
+    from archline.hw.cupti import inject as cupti_inject
+
+    return cupti_inject.build_injection()
+
+
+def _run_in_process(
+    spec: ProgramSpec,
+    gpu: int,
+    out: Path,
+    force: bool,
+    trace: bool,
+    quiet_stdout: bool,
+    backend: Backend,
+    notes: list[str],
+    render: ReportWriter | None,
+) -> tuple[Attribution, int, str | None]:
+    from archline.measurement.attribute.api import Attribution
+
+    a = Attribution(
+        gpu,
+        out=out,
+        force=force,
+        trace=trace,
+        backend=backend,
+        command=spec.argv,
+        kind="run",
+        render=render,
+    )
+    a.notes.extend(notes)
+    a.info["tracer"] = "python" if trace else "none"
+    redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
+    with a, redirect:
+        code, failure = run_python(spec)
+    return a, code, failure
+
+
+def _run_child(
+    spec: ProgramSpec,
+    choice: TracerChoice,
+    gpu: int,
+    out: Path,
+    force: bool,
+    quiet_stdout: bool,
+    backend: Backend,
+    env: dict[str, str],
+    notes: list[str],
+    render: ReportWriter | None,
+) -> tuple[Attribution, int, str | None]:
+    from archline.hw.cupti.inject import injection_env
+    from archline.measurement.attribute.api import Attribution
+
+    child = as_child(spec)
+    a = Attribution(
+        gpu,
+        out=out,
+        force=force,
+        trace=False,
+        backend=backend,
+        command=child.argv,
+        kind="run",
+        render=render,
+    )
+    a.notes.extend(notes)
+    a.info["tracer"] = "inject" if choice.lib is not None else "none"
+    with a:
+        cupti_dir = out / "raw" / "cupti"
+        if choice.lib is not None:
+            cupti_dir.mkdir(parents=True, exist_ok=True)
+            # Absolute: the program may change directory before it initialises CUDA.
+            env.update(injection_env(choice.lib, cupti_dir.resolve()))
+        try:
+            code = run_binary(child, env, stdout_to_stderr=quiet_stdout)
+        finally:
+            # Also after an interrupt: what the child wrote before it is kept.
+            if choice.lib is not None:
+                _add_injected(a, cupti_dir)
+            else:
+                a.whole_program_only(choice.untraced or "kernel tracing was off")
+    if code < 0:
+        code = 128 - code
+    return a, code, None
+
+
+def _add_injected(a: Attribution, cupti_dir: Path) -> None:
+    """Give ``a`` the activities the injection library wrote into ``cupti_dir``."""
+    from archline.hw.cupti.inject import read_injection_output
+
+    try:
+        traced = read_injection_output(cupti_dir)
+    except ArchlineError as exc:
+        a.whole_program_only(f"the injection library's output cannot be read ({exc})")
+        return
+    if traced.dropped:
+        a.notes.append(f"CUPTI dropped {traced.dropped} activity records (its buffers overflowed)")
+    if traced.incomplete:
+        a.notes.append(
+            f"{traced.incomplete} kernel/copy records were still in flight when CUPTI handed them over "
+            "(at a switch of duty-cycled tracing, or at exit) and are left out"
+        )
+    if traced.truncated:
+        a.notes.append(
+            f"{len(traced.truncated)} process(es) stopped while writing their kernel trace; "
+            "everything written before that is kept"
+        )
+    if traced.switch_s:
+        a.info["trace_switches"] = len(traced.switch_s)
+        a.info["trace_switch_s_median"] = float(sorted(traced.switch_s)[len(traced.switch_s) // 2])
+        a.notes.append(
+            f"duty cycle: {len(traced.switch_s)} switches of tracing, median "
+            f"{1e3 * a.info['trace_switch_s_median']:.3g} ms each"
+        )
+    if traced.detach_s:
+        fin = sorted(traced.detach_s)
+        a.info["trace_detaches"] = len(fin)
+        a.info["trace_detach_finalize_s_median"] = float(fin[len(fin) // 2])
+        a.info["trace_detach_finalize_s_max"] = float(fin[-1])
+        a.notes.append(
+            f"duty cycle: CUPTI detached {len(fin)} times; cuptiFinalize held the program's thread "
+            f"{1e3 * fin[len(fin) // 2]:.3g} ms (median), {1e3 * fin[-1]:.3g} ms at most"
+        )
+    if traced.records:
+        clock = traced.clocks[0].to_json() if traced.clocks else None
+        a.add_activities(traced.records, clock, traced=traced.traced)
+    else:
+        why = "; ".join(traced.errors) if traced.errors else "the program launched no kernels CUPTI could see"
+        a.whole_program_only(why)
