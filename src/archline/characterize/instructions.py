@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from archline.characterize.kernels.instructions import InstructionPair
@@ -19,7 +22,15 @@ from archline.records.instructions import (
     write_technique_rows,
 )
 
-__all__ = ["TECHNIQUE_SOURCES", "InstructionResult", "run_instruction_table", "run_techniques"]
+__all__ = [
+    "TECHNIQUE_SOURCES",
+    "TECHNIQUE_SUBSET",
+    "InstructionResult",
+    "measure_instructions",
+    "repeat_diffs",
+    "run_instruction_table",
+    "run_techniques",
+]
 
 #: Sources the techniques are applied to; the first is the one techniques.csv reports.
 TECHNIQUE_SOURCES: tuple[str, ...] = ("nvml.buffer", "nvml.instant", "nvml.usage")
@@ -181,6 +192,87 @@ def run_techniques(
                     res.by_source.append(row.to_row())
             write_technique_rows(rd.file("techniques.csv"), res.techniques)
             rd.write_csv("techniques_by_source.csv", res.by_source)
+    except KeyboardInterrupt:
+        res.interrupted = True
+    return res
+
+
+#: Instructions whose long runs feed the technique comparison (full-GPU shape, -O3).
+TECHNIQUE_SUBSET: tuple[str, ...] = (
+    "add.u32",
+    "mul.lo.u32",
+    "fma.f32",
+    "fma.f64",
+    "sin.approx.f32",
+    "div.rn.f32",
+    "popc.b32",
+    "fma.bf16x2",
+)
+
+
+def repeat_diffs(rows: Sequence[InstructionRow], earlier: Path) -> list[InstructionRow]:
+    """The rows with their change (%) against the same rows of an earlier run."""
+    from archline.records.instructions import read_instruction_rows
+
+    old = {
+        (r.instruction, r.opt_level, r.shape): r
+        for r in read_instruction_rows(RunDir.open(earlier).path / "instructions.csv")
+    }
+    out = []
+    for r in rows:
+        o = old.get((r.instruction, r.opt_level, r.shape))
+        d = None
+        if o is not None and o.energy_per_thread_instr_pj and r.energy_per_thread_instr_pj is not None:
+            d = (r.energy_per_thread_instr_pj / o.energy_per_thread_instr_pj - 1.0) * 100.0
+        out.append(dataclasses.replace(r, repeat_diff_pct=d))
+    return out
+
+
+def measure_instructions(
+    gpu: int,
+    pairs: Sequence[InstructionPair],
+    levels: Sequence[int],
+    output: Path,
+    *,
+    force: bool,
+    repeat_of: Path | None,
+    techniques: bool,
+    target_s: float,
+    say: Callable[[str], None],
+    on_start: Callable[[str, int, int], None] | None = None,
+) -> InstructionResult:
+    """``archline instructions`` on one GPU: the instruction table at each ptxas level, the
+    techniques compared on a subset, and the agreement with an earlier run when given."""
+    from archline.characterize.kernels.instructions import instruction_pairs
+    from archline.characterize.runner import RunnerOptions
+    from archline.characterize.session import GPUSession
+
+    t0 = time.time()
+    res = InstructionResult()
+    try:
+        with GPUSession(gpu, output, "instructions", force=force) as s:
+            s.note_extra(
+                planned=[f"{p.instruction.name} -O{lvl}" for p in pairs for lvl in levels],
+                opt_levels=list(levels),
+                target_s=target_s,
+            )
+            est = s.estimator(progress=lambda m: say(f"sensor calibration: {m}"))
+            # Short idle gaps: the overhead kernel follows its instruction kernel at once by design.
+            opts = RunnerOptions(target_s=target_s, warmup=False, idle_gap_s=0.2)
+            runner = Runner(s.ex, s.sampler, opts, estimator=est)
+            res = run_instruction_table(runner, pairs, levels, s.rd, target_full_s=target_s, on_start=on_start)
+            if techniques and not res.interrupted:
+                keys = {p.key for p in pairs}
+                subset = [k for k in TECHNIQUE_SUBSET if k in keys] or sorted(keys)[:4]
+                tpairs = instruction_pairs(subset, shapes=["full"])
+                res = run_techniques(runner, tpairs, s.rd, res, on_start=on_start)
+            if repeat_of is not None:
+                res.rows = repeat_diffs(res.rows, repeat_of)
+                write_instruction_rows(s.rd.file("instructions.csv"), res.rows)
+                s.note_extra(repeat_of=str(repeat_of))
+            s.note_extra(table_wall_s=time.time() - t0)
+            if res.interrupted:
+                raise KeyboardInterrupt
     except KeyboardInterrupt:
         res.interrupted = True
     return res

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from archline.characterize.kernels.spec_table import spec_bytes_per_clk_per_sm, spec_ops_per_clk_per_sm
 from archline.characterize.runner import KernelRun, Runner
 from archline.characterize.targets import evaluate_targets
 from archline.core.kernel import KernelSpec
+from archline.errors import ArchlineError
 from archline.records import RunDir
 from archline.records.characterize import RESULT_COLUMNS, TARGET_COLUMNS
 
-__all__ = ["REPEATED", "SuiteResult", "add_spec_columns", "refresh_targets", "run_suite"]
+__all__ = ["REPEATED", "SuiteResult", "add_spec_columns", "characterize_gpu", "refresh_targets", "run_suite"]
 
 #: Benchmarks measured a second time at the end of a run, for the repeatability targets.
 REPEATED: tuple[str, ...] = ("arith.fp32.fma", "arith.int32.add", "mem.dram.read", "mem.shared.read")
@@ -149,3 +152,72 @@ def refresh_targets(rd: RunDir, reason: str) -> list[dict[str, Any]]:
         notes=(*rd.manifest.notes, f"targets re-evaluated by archline {__version__} at {stamp}: {reason}")
     )
     return out
+
+
+def characterize_gpu(
+    gpu: int,
+    output: Path,
+    *,
+    quick: bool,
+    only: Sequence[str],
+    force: bool,
+    target_s: float,
+    roofline: bool,
+    say: Callable[[str], None],
+    on_start: Callable[[KernelSpec, int, int], None] | None = None,
+) -> tuple[SuiteResult, int]:
+    """``archline characterize`` on one GPU: the selected benchmarks, the targets, and the energy
+    roofline as a section when asked. Returns the suite's result and how many benchmarks were planned.
+
+    An interrupt (Ctrl-C, SIGTERM) leaves a run directory marked ``interrupted``; the result says so.
+    """
+    from archline.characterize.kernels import catalogue
+    from archline.characterize.runner import Runner, RunnerOptions
+    from archline.characterize.session import GPUSession
+
+    t0 = time.time()
+    res = SuiteResult()
+    planned = 0
+    try:
+        with GPUSession(gpu, output, "characterize", force=force, extra={"quick": quick, "only": list(only)}) as s:
+            dev = s.ex.device
+            groups = ("arithmetic", "memory", "sync")
+            pool = [k for k in catalogue.catalogue(dev) if k.group in groups]
+            specs = catalogue.select(only, specs=pool) if only else (catalogue.quick(dev) if quick else pool)
+            if quick and not only:
+                specs = [k for k in specs if k.group in groups]
+            planned = len(specs)
+            say(f"{dev.name}: measuring the device-to-device copy bandwidth")
+            copy_bps, _ = s.ex.copy_bandwidth()
+            s.note_extra(planned=[k.name for k in specs], copy_bytes_per_s=copy_bps, target_s=target_s)
+            est = s.estimator(progress=lambda m: say(f"sensor calibration: {m}"))
+            runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)
+            res = run_suite(
+                runner,
+                specs,
+                s.rd,
+                cc=dev.compute_capability,
+                copy_bytes_per_s=copy_bps,
+                quick=quick,
+                elapsed_s=lambda: time.time() - t0,
+                on_start=on_start,
+            )
+            if res.interrupted:
+                raise KeyboardInterrupt  # the session then records "interrupted" and saves the traces
+            if roofline:
+                from archline.characterize.roofline import run_roofline
+
+                s.note_extra(roofline=True)
+                run_roofline(
+                    s, runner, gpu, ["single", "double"], copy_bps, target_s=target_s, say=lambda m, *_: say(m)
+                )
+    except KeyboardInterrupt:
+        res.interrupted = True
+    if roofline and (output / "roofline_sweep.csv").is_file():
+        from archline.model.build import fit_run_dir
+
+        try:
+            fit_run_dir(output)
+        except ArchlineError as exc:
+            say(f"the energy roofline could not be fitted: {exc}")
+    return res, planned

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -118,70 +117,26 @@ def register(app: typer.Typer) -> None:
 def _characterize(
     gpu: int, quick: bool, only: list[str], output: Path, force: bool, target_s: float, roofline: bool = False
 ) -> None:
-    from archline.characterize.kernels import catalogue
-    from archline.characterize.runner import Runner, RunnerOptions
-    from archline.characterize.session import GPUSession
-    from archline.characterize.suite import SuiteResult, run_suite
+    from archline.characterize.suite import characterize_gpu
     from archline.report.characterize import render
 
-    t0 = time.time()
-    res = SuiteResult()
-    planned = 0
-    try:
-        with GPUSession(gpu, output, "characterize", force=force, extra={"quick": quick, "only": only}) as s:
-            dev = s.ex.device
-            groups = ("arithmetic", "memory", "sync")
-            pool = [k for k in catalogue.catalogue(dev) if k.group in groups]
-            specs = catalogue.select(only, specs=pool) if only else (catalogue.quick(dev) if quick else pool)
-            if quick and not only:
-                specs = [k for k in specs if k.group in groups]
-            planned = len(specs)
-            err_console.print(f"archline: {dev.name}: measuring the device-to-device copy bandwidth")
-            copy_bps, _ = s.ex.copy_bandwidth()
-            s.note_extra(planned=[k.name for k in specs], copy_bytes_per_s=copy_bps, target_s=target_s)
-            est = s.estimator(progress=lambda m: err_console.print(f"archline: sensor calibration: {m}"))
-            runner = Runner(s.ex, s.sampler, RunnerOptions(target_s=target_s), estimator=est)
-            with progress_bar() as prog:
-                task = prog.add_task("characterize", total=len(specs))
+    with progress_bar() as prog:
+        task = prog.add_task("characterize", total=None)
 
-                def started(spec: KernelSpec, i: int, n: int) -> None:
-                    prog.update(task, description=spec.name, completed=min(i, n))
+        def started(spec: KernelSpec, i: int, n: int) -> None:
+            prog.update(task, description=spec.name, completed=min(i, n), total=n)
 
-                res = run_suite(
-                    runner,
-                    specs,
-                    s.rd,
-                    cc=dev.compute_capability,
-                    copy_bytes_per_s=copy_bps,
-                    quick=quick,
-                    elapsed_s=lambda: time.time() - t0,
-                    on_start=started,
-                )
-            if res.interrupted:
-                raise KeyboardInterrupt  # the session then records "interrupted" and saves the traces
-            if roofline:
-                from archline.characterize.roofline import run_roofline
-
-                s.note_extra(roofline=True)
-                run_roofline(
-                    s,
-                    runner,
-                    gpu,
-                    ["single", "double"],
-                    copy_bps,
-                    target_s=target_s,
-                    say=lambda m, *_: err_console.print(f"archline: {m}"),
-                )
-    except KeyboardInterrupt:
-        res.interrupted = True
-    if roofline and (output / "roofline_sweep.csv").is_file():
-        from archline.errors import ArchlineError
-        from archline.model.build import fit_run_dir
-
-        try:
-            fit_run_dir(output)
-        except ArchlineError as exc:
-            err_console.print(f"archline: the energy roofline could not be fitted: {exc}")
+        res, planned = characterize_gpu(
+            gpu,
+            output,
+            quick=quick,
+            only=only,
+            force=force,
+            target_s=target_s,
+            roofline=roofline,
+            say=lambda m: err_console.print(f"archline: {m}"),
+            on_start=started,
+        )
     rep = render(output)
     console.print(_targets_table(res.targets))
     failed = [r for r in res.rows if r.get("status") != "ok"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,21 +14,8 @@ from archline.errors import InputError
 
 if TYPE_CHECKING:
     from archline.characterize.kernels.instructions import InstructionPair, Shape
-    from archline.records.instructions import InstructionRow
 
 __all__ = ["parse_opt_levels", "register"]
-
-#: Instructions whose long runs feed the technique comparison (full-GPU shape, -O3).
-TECHNIQUE_SUBSET: tuple[str, ...] = (
-    "add.u32",
-    "mul.lo.u32",
-    "fma.f32",
-    "fma.f64",
-    "sin.approx.f32",
-    "div.rn.f32",
-    "popc.b32",
-    "fma.bf16x2",
-)
 
 
 def parse_opt_levels(text: str) -> list[int]:
@@ -69,24 +54,6 @@ def parse_shapes(text: str) -> list[Shape]:
     return out
 
 
-def _repeat_diffs(rows: Sequence[InstructionRow], earlier: Path) -> list[InstructionRow]:
-    from archline.records import RunDir
-    from archline.records.instructions import read_instruction_rows
-
-    old = {
-        (r.instruction, r.opt_level, r.shape): r
-        for r in read_instruction_rows(RunDir.open(earlier).path / "instructions.csv")
-    }
-    out = []
-    for r in rows:
-        o = old.get((r.instruction, r.opt_level, r.shape))
-        d = None
-        if o is not None and o.energy_per_thread_instr_pj and r.energy_per_thread_instr_pj is not None:
-            d = (r.energy_per_thread_instr_pj / o.energy_per_thread_instr_pj - 1.0) * 100.0
-        out.append(dataclasses.replace(r, repeat_diff_pct=d))
-    return out
-
-
 def register(app: typer.Typer) -> None:
     """Add ``archline instructions``."""
 
@@ -113,12 +80,13 @@ def register(app: typer.Typer) -> None:
         instructions removed (the overhead kernel), at each optimisation level and in two
         shapes: the paper's one thread, and the whole GPU.
         """
+        from archline.characterize.instructions import repeat_diffs
         from archline.characterize.kernels.instructions import instruction_pairs
 
         levels = parse_opt_levels(opt)
         pairs = instruction_pairs(only or ["*"], shapes=parse_shapes(shapes))
         if repeat_of is not None:
-            _repeat_diffs([], repeat_of)  # read the earlier table now: fail before the measurement, not after
+            repeat_diffs([], repeat_of)  # read the earlier table now: fail before the measurement, not after
         if target_s <= 0:
             raise InputError("--target-s must be > 0")
         gpus = gpu_indices(gpu)
@@ -138,47 +106,27 @@ def _run(
     techniques: bool,
     target_s: float,
 ) -> None:
-    from archline.characterize.instructions import InstructionResult, run_instruction_table, run_techniques
-    from archline.characterize.kernels.instructions import instruction_pairs
-    from archline.characterize.runner import Runner, RunnerOptions
-    from archline.characterize.session import GPUSession
-    from archline.records.instructions import write_instruction_rows
+    from archline.characterize.instructions import measure_instructions
     from archline.report.instructions import render
 
-    t0 = time.time()
-    res = InstructionResult()
-    try:
-        with GPUSession(gpu, output, "instructions", force=force) as s:
-            s.note_extra(
-                planned=[f"{p.instruction.name} -O{lvl}" for p in pairs for lvl in levels],
-                opt_levels=levels,
-                target_s=target_s,
-            )
-            est = s.estimator(progress=lambda m: err_console.print(f"archline: sensor calibration: {m}"))
-            # Short idle gaps: the overhead kernel follows its instruction kernel at once by design.
-            opts = RunnerOptions(target_s=target_s, warmup=False, idle_gap_s=0.2)
-            runner = Runner(s.ex, s.sampler, opts, estimator=est)
-            with progress_bar() as prog:
-                task = prog.add_task("instructions", total=len(pairs) * len(levels))
+    with progress_bar() as prog:
+        task = prog.add_task("instructions", total=len(pairs) * len(levels))
 
-                def started(name: str, i: int, n: int) -> None:
-                    prog.update(task, description=name, completed=i, total=n)
+        def started(name: str, i: int, n: int) -> None:
+            prog.update(task, description=name, completed=i, total=n)
 
-                res = run_instruction_table(runner, pairs, levels, s.rd, target_full_s=target_s, on_start=started)
-                if techniques and not res.interrupted:
-                    keys = {p.key for p in pairs}
-                    subset = [k for k in TECHNIQUE_SUBSET if k in keys] or sorted(keys)[:4]
-                    tpairs = instruction_pairs(subset, shapes=["full"])
-                    res = run_techniques(runner, tpairs, s.rd, res, on_start=started)
-            if repeat_of is not None:
-                res.rows = _repeat_diffs(res.rows, repeat_of)
-                write_instruction_rows(s.rd.file("instructions.csv"), res.rows)
-                s.note_extra(repeat_of=str(repeat_of))
-            s.note_extra(table_wall_s=time.time() - t0)
-            if res.interrupted:
-                raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        res.interrupted = True
+        res = measure_instructions(
+            gpu,
+            pairs,
+            levels,
+            output,
+            force=force,
+            repeat_of=repeat_of,
+            techniques=techniques,
+            target_s=target_s,
+            say=lambda m: err_console.print(f"archline: {m}"),
+            on_start=started,
+        )
     rep = render(output)
     console.print(f"report: {rep.markdown}")
     if rep.html:
