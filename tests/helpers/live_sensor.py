@@ -1,21 +1,24 @@
-"""A real-time simulated GPU: code marks itself busy, and an averaging sensor reports the mean power."""
+"""A simulated GPU on an injected clock: code marks itself busy, and an averaging sensor reports the mean power.
+
+The clock is the fake one of tests/helpers (it moves only when slept), so every test is deterministic."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
 
-from archline.core.readings import Quantity, Readings, empty_readings
+from archline.core.readings import Clock, Quantity, Readings, empty_readings
+from tests.helpers.fake_gpu import FakeClock
 
 
 class LiveGPU:
-    """True power: ``idle_w``, or ``busy_w`` while a ``busy()`` block runs (host wall clock)."""
+    """True power: ``idle_w``, or ``busy_w`` while a ``busy()`` block runs (on ``clock``)."""
 
-    def __init__(self, idle_w: float = 100.0, busy_w: float = 300.0) -> None:
+    def __init__(self, idle_w: float = 100.0, busy_w: float = 300.0, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or FakeClock()
         self.idle_w = idle_w
         self.busy_w = busy_w
         self.intervals: list[tuple[float, float]] = []
@@ -23,7 +26,7 @@ class LiveGPU:
 
     @contextmanager
     def busy(self) -> Iterator[None]:
-        t0 = time.time()
+        t0 = self.clock.now_s()
         with self._lock:  # open interval: the sensor sees the load while it runs
             k = len(self.intervals)
             self.intervals.append((t0, float("inf")))
@@ -31,13 +34,13 @@ class LiveGPU:
             yield
         finally:
             with self._lock:
-                self.intervals[k] = (t0, time.time())
+                self.intervals[k] = (t0, self.clock.now_s())
 
     def energy_j(self, a_s: float, b_s: float) -> float:
         """Exact integral of the true power over [a, b]."""
         with self._lock:
             iv = list(self.intervals)
-        busy = sum(max(0.0, min(b, b_s, time.time()) - max(a, a_s)) for a, b in iv)
+        busy = sum(max(0.0, min(b, b_s, self.clock.now_s()) - max(a, a_s)) for a, b in iv)
         return self.idle_w * (b_s - a_s) + (self.busy_w - self.idle_w) * busy
 
 
@@ -52,10 +55,10 @@ class AveragingLiveSensor:
         self.blocking = False
         self.nominal_period_s = period_s
         self.period_s = period_s
-        self._next = time.time() + period_s
+        self._next = gpu.clock.now_s() + period_s
 
     def read(self) -> Readings:
-        now = time.time()
+        now = self.gpu.clock.now_s()
         ts = []
         while self._next <= now - 0.002:  # a period is reported once it is over
             ts.append(self._next)

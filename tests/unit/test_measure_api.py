@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import archline
 from tests.helpers.live_sensor import AveragingLiveSensor, LiveGPU
 
 
-def _spin(seconds: float) -> None:
-    end = time.time() + seconds
-    while time.time() < end:
-        pass
-
-
 def test_measure_regions_match_the_true_energy() -> None:
     gpu = LiveGPU()
-    with archline.measure(sources=[AveragingLiveSensor(gpu)], sync=lambda: None, settle_s=0.3) as m:
-        time.sleep(0.3)
+    clock = gpu.clock
+    with archline.measure(sources=[AveragingLiveSensor(gpu)], sync=lambda: None, settle_s=0.3, clock=clock) as m:
+        clock.sleep(0.3)
         with m.region("work"), gpu.busy():
-            _spin(0.6)
-        time.sleep(0.3)
+            clock.sleep(0.6)
+        clock.sleep(0.3)
     work = m.regions["work"]
     truth = gpu.energy_j(work.start_s, work.end_s)
     assert work.energy_j == pytest.approx(truth, rel=0.03)
@@ -34,10 +27,10 @@ def test_measure_regions_match_the_true_energy() -> None:
 
 def test_repeated_region_names_are_kept_apart() -> None:
     gpu = LiveGPU()
-    with archline.measure(sources=[AveragingLiveSensor(gpu)], sync=lambda: None, settle_s=0.1) as m:
+    with archline.measure(sources=[AveragingLiveSensor(gpu)], sync=lambda: None, settle_s=0.1, clock=gpu.clock) as m:
         for _ in range(2):
             with m.region("step"):
-                time.sleep(0.05)
+                gpu.clock.sleep(0.05)
     assert set(m.regions) == {"step", "step#2"}
 
 
@@ -52,10 +45,15 @@ def test_measure_callable_gives_one_calls_energy() -> None:
 
     def call() -> None:
         with gpu.busy():
-            _spin(0.004)
+            gpu.clock.sleep(0.004)
 
     res = archline.measure_callable(
-        call, sources=[AveragingLiveSensor(gpu)], sync=lambda: None, target_rel_error=0.05, max_total_s=6
+        call,
+        sources=[AveragingLiveSensor(gpu)],
+        sync=lambda: None,
+        target_rel_error=0.05,
+        max_total_s=6,
+        clock=gpu.clock,
     )
     assert res.calls >= res.repetitions >= 3
     assert res.calls_per_repetition * res.time_s >= 10 * 0.02 * 0.9  # spans ~10 sensor updates

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from archline.measurement.api import Measurement
 from archline.measurement.multi import MultiMeasurement
+from tests.helpers.fake_gpu import FakeClock
 from tests.helpers.live_sensor import AveragingLiveSensor, LiveGPU
 
 
 def test_two_gpus_measured_at_once() -> None:
-    gpus = {0: LiveGPU(), 1: LiveGPU()}
+    clock = FakeClock()  # one host clock for both GPUs, moving only when slept
+    gpus = {0: LiveGPU(clock=clock), 1: LiveGPU(clock=clock)}
 
     def make(g: int) -> Measurement:
-        return Measurement(gpu=g, sources=[AveragingLiveSensor(gpus[g])], sync=lambda: None, settle_s=0.3)
+        return Measurement(
+            gpu=g, sources=[AveragingLiveSensor(gpus[g])], sync=lambda: None, settle_s=0.3, clock=clock, pre_s=0.0
+        )
 
     with MultiMeasurement([0, 1], make) as mm:
-        time.sleep(0.3)
+        clock.sleep(0.3)
         with mm.region("work"), gpus[1].busy():
-            end = time.time() + 0.6
-            while time.time() < end:
-                pass
-        time.sleep(0.3)
+            clock.sleep(0.6)
+        clock.sleep(0.3)
     e = {g: m.energy_j for g, m in mm.per_gpu.items()}
     for g, m in mm.per_gpu.items():
         t = m._total  # type: ignore[attr-defined]
