@@ -31,16 +31,20 @@ def _gpu_available(gpu: int) -> str | None:
     return None
 
 
-def _show_shipped(output: Path, reason: str) -> None:
+def _show_shipped(output: Path, reason: str, *, quick: bool, only: list[str], force: bool) -> None:
     from archline.report.shipped import default_characterize_run, render_shipped_default
 
-    run = default_characterize_run()
+    run = default_characterize_run(quick=quick)
     err_console.print(f"archline: no GPU here ({reason}).")
     err_console.print(
         f"archline: showing the recorded run shipped with archline: {run.gpu_name} ({run.key}), "
         "measured by 'archline characterize' on that GPU."
     )
-    report = render_shipped_default(output)
+    if only:
+        err_console.print(
+            "archline: --only picks the benchmarks to measure on a GPU; the shipped run holds the whole suite."
+        )
+    report = render_shipped_default(output, quick=quick, force=force)
     console.print(f"report: {report}")
     html = report.with_suffix(".html")
     if html.exists():
@@ -76,9 +80,14 @@ def register(app: typer.Typer) -> None:
         gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         quick: bool = typer.Option(False, "--quick", help="The quick subset (about 20 kernels, ≤ 2 min)."),
         only: list[str] = typer.Option([], "--only", help="Glob(s) of benchmark names, e.g. 'arith.fp32.*'."),
-        output: Path = typer.Option(Path("archline-run"), "-o", "--output", help="Run directory to write."),
+        output: Path = typer.Option(Path("archline-run"), "-o", "--output", "--out", help="Run directory to write."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
-        target_s: float = typer.Option(0.0, "--target-s", help="Seconds measured per benchmark (1; 0.5 quick)."),
+        target_s: float | None = typer.Option(
+            None,
+            "--target-s",
+            help="Seconds measured per benchmark (default 1 s; 0.5 s with --quick).",
+            show_default=False,
+        ),
         roofline: bool | None = typer.Option(
             None,
             "--roofline/--no-roofline",
@@ -95,7 +104,7 @@ def register(app: typer.Typer) -> None:
         """
         from archline.characterize.kernels import catalogue
 
-        if target_s < 0:
+        if target_s is not None and not target_s > 0:
             raise InputError("--target-s must be > 0")
         # Check the patterns before touching any hardware, so a typo fails fast everywhere.
         if only:
@@ -104,7 +113,7 @@ def register(app: typer.Typer) -> None:
         if reason is not None:
             if no_shipped:
                 raise GPUUnavailableError(reason)
-            _show_shipped(output, reason)
+            _show_shipped(output, reason, quick=quick, only=only, force=force)
             return
         gpus = gpu_indices(gpu)
         if len(gpus) > 1:

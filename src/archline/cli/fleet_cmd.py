@@ -74,7 +74,7 @@ def register(app: typer.Typer) -> None:
         simulate: int = typer.Option(0, "--simulate", help="Simulated GPUs instead of real ones (testing; no GPU)."),
         workers: int = typer.Option(2, "--workers", help="local/simulated: Dask workers."),
         timeout_s: float = typer.Option(10.0, "--timeout-s", help="Seconds to wait for the scheduler."),
-        output: Path = typer.Option(Path("archline-fleet"), "-o", "--output", help="Fleet run directory."),
+        output: Path = typer.Option(Path("archline-fleet"), "-o", "--output", "--out", help="Fleet run directory."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing fleet run directory."),
     ) -> None:
         """Characterize (or calibrate the sensor of) every GPU of a node or cluster, and compare them."""
@@ -106,7 +106,9 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def compare(
         runs: list[Path] = typer.Argument(..., help="Characterization run directories, one per GPU."),
-        output: Path = typer.Option(Path("archline-compare"), "-o", "--output", help="Fleet run directory to write."),
+        output: Path = typer.Option(
+            Path("archline-compare"), "-o", "--output", "--out", help="Fleet run directory to write."
+        ),
         split: bool = typer.Option(False, "--split", help="Allow several GPU models or drivers (compared apart)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
     ) -> None:

@@ -66,7 +66,9 @@ def register(app: typer.Typer) -> None:
         shapes: str = typer.Option(
             "full,single", "--shapes", help="Launch shapes: full (every SM), single (1 thread)."
         ),
-        output: Path = typer.Option(Path("archline-instructions"), "-o", "--output", help="Run directory to write."),
+        output: Path = typer.Option(
+            Path("archline-instructions"), "-o", "--output", "--out", help="Run directory to write."
+        ),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
         repeat_of: Path | None = typer.Option(
             None, "--repeat-of", help="An earlier run: report the agreement with it."

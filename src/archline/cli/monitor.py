@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         gpu: str = typer.Option("0", "--gpu", help="GPU index, or 'all'."),
         duration: float = typer.Option(0.0, "--duration", help="Seconds to run (0: until Ctrl-C)."),
         output: Path | None = typer.Option(
-            None, "-o", "--output", help="Write the recorded trace (one file per GPU with 'all')."
+            None, "-o", "--output", "--out", help="Write the recorded trace (one file per GPU with 'all')."
         ),
     ) -> None:
         """Show live GPU power from every NVML source; optionally record it to a trace file."""

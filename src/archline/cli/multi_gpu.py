@@ -21,7 +21,7 @@ SAFE_ENV: dict[str, str] = {
     "NVSHMEM_DISABLE_NVLS": "1",
 }
 
-_VALUED = {"--gpu", "-o", "--output", "-g", "--out"}
+_VALUED = {"--gpu", "-o", "--output", "--out", "-g"}
 
 
 @dataclass(frozen=True)

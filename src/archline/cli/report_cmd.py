@@ -34,10 +34,17 @@ def _list(json_out: bool) -> None:
     if not runs:
         console.print("No shipped recorded runs found.")
         return
-    t = Table("run", "kind", "status", "GPU", "path", title="Shipped recorded runs")
+    # Names wrap, never get cut; the folder they live in is said once, below (full paths: --json).
+    t = Table(title="Shipped recorded runs")
+    t.add_column("run (give it to archline report)", overflow="fold", ratio=3)
+    t.add_column("kind", overflow="fold", ratio=2)
+    t.add_column("status", overflow="fold", ratio=1)
+    t.add_column("GPU", overflow="fold", ratio=2)
     for r in runs:
-        t.add_row(r.key, r.kind, r.status, r.gpu_name, str(r.path))
+        t.add_row(r.key, r.kind, r.status, r.gpu_name)
     console.print(t)
+    roots = sorted({str(r.path.parents[len(Path(r.key).parts) - 1]) for r in runs})
+    console.print(f"under {', '.join(roots)}", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -60,6 +67,7 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "-o",
                 "--out",
+                "--output",
                 help="Folder for report.md, report.html and plots/ (default: the run directory itself; "
                 "for a shipped run, ./archline-report).",
             ),

@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
     def roofline(
         gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         precision: str = typer.Option("single,double", "--precision", help="single, double, or both."),
-        output: Path = typer.Option(Path("archline-roofline"), "-o", "--output", help="Run directory to write."),
+        output: Path = typer.Option(
+            Path("archline-roofline"), "-o", "--output", "--out", help="Run directory to write."
+        ),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
         heldout: bool = typer.Option(True, "--heldout/--no-heldout", help="Measure the held-out real kernels."),
         target_s: float = typer.Option(1.0, "--target-s", help="Seconds measured per sweep point."),

@@ -150,7 +150,8 @@ def register(app: typer.Typer) -> None:
             int, typer.Option("--gpu", "-g", help="GPU to measure (NVML index); the program sees only it.")
         ] = 0,
         out: Annotated[
-            Path | None, typer.Option("--out", "-o", help="Run directory (default archline-runs/run-<time>).")
+            Path | None,
+            typer.Option("--out", "-o", "--output", help="Run directory (default archline-runs/run-<time>)."),
         ] = None,
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
         no_kernels: Annotated[bool, typer.Option("--no-kernels", help="Whole-program energy only (no CUPTI).")] = False,

@@ -23,7 +23,7 @@ def _say(msg: str) -> None:
 @handle_errors
 def calibrate_cmd(
     gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
-    output: Path = typer.Option(Path("archline-sensor"), "-o", "--output", help="Run directory to write."),
+    output: Path = typer.Option(Path("archline-sensor"), "-o", "--output", "--out", help="Run directory to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
     quick: bool = typer.Option(False, "--quick", help="A 15 s schedule instead of the full ~45 s one."),
     json_out: bool = typer.Option(False, "--json", help="Print the fitted profiles as JSON."),
@@ -85,7 +85,7 @@ _ALL_POWER = (
 @handle_errors
 def validate_cmd(
     gpu: int = typer.Option(0, "--gpu", help="GPU index."),
-    output: Path = typer.Option(Path("archline-validation"), "-o", "--output", help="Run directory to write."),
+    output: Path = typer.Option(Path("archline-validation"), "-o", "--output", "--out", help="Run directory to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
     json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
     quick: bool = typer.Option(False, "--quick", help="Fewer, shorter loads (about 25 s instead of 80 s)."),

@@ -295,6 +295,9 @@ class Manifest:
 # --------------------------------------------------------------------------- run directory
 
 
+_TRACE_SUFFIXES = (".csv", ".gz", ".npz", ".parquet", ".arrow", ".feather")
+
+
 class RunDir:
     """A directory holding one run: ``manifest.json`` plus tables, traces and the report.
 
@@ -334,6 +337,9 @@ class RunDir:
     def open(cls, path: str | os.PathLike[str]) -> RunDir:
         """Open an existing run directory, validating its manifest."""
         p = Path(path)
+        if p.is_file():
+            hint = " (a power trace? archline analyze reads traces)" if p.suffix.lower() in _TRACE_SUFFIXES else ""
+            raise RunDirError(f"{p}: is a file, not a run directory{hint}")
         if not p.is_dir():
             raise RunDirError(f"{p}: no such run directory")
         mp = p / MANIFEST_NAME

@@ -39,7 +39,8 @@ class ShippedRun:
 
 
 def list_shipped(roots: Sequence[Path] | None = None) -> list[ShippedRun]:
-    """Every valid run directory at ``<root>/<gpu>/<kind>/`` or one level deeper, sorted by GPU, kind, path.
+    """Every valid run directory under ``<root>/<gpu>/``, at any depth, that is not part of another
+    run directory (a fleet's per-GPU runs are listed by their fleet), sorted by GPU, kind, path.
 
     Folders whose manifest cannot be read are skipped: a broken recording must not hide the others.
     """
@@ -47,7 +48,14 @@ def list_shipped(roots: Sequence[Path] | None = None) -> list[ShippedRun]:
     for root in shipped_roots() if roots is None else roots:
         if not root.is_dir():
             continue
-        manifests = sorted(root.glob(f"*/*/{MANIFEST_NAME}")) + sorted(root.glob(f"*/*/*/{MANIFEST_NAME}"))
+        found = sorted(root.glob(f"*/**/{MANIFEST_NAME}"), key=lambda m: (len(m.parts), str(m)))
+        runs: set[Path] = set()
+        manifests = []
+        for mp in found:
+            if len(mp.relative_to(root).parts) < 3 or any(a in runs for a in mp.parent.parents):
+                continue
+            runs.add(mp.parent)
+            manifests.append(mp)
         for mp in manifests:
             try:
                 run = RunDir.open(mp.parent)
@@ -69,37 +77,44 @@ def find_shipped(key: str, roots: Sequence[Path] | None = None) -> ShippedRun | 
     return None
 
 
-def default_characterize_run(roots: Sequence[Path] | None = None) -> ShippedRun:
-    """The run `archline characterize` shows without a GPU: H100 if shipped, else any; complete runs first."""
+def default_characterize_run(roots: Sequence[Path] | None = None, *, quick: bool = False) -> ShippedRun:
+    """The run `archline characterize` shows without a GPU: H100 if shipped, else any; complete runs
+    first; with ``quick``, a shipped ``--quick`` run first."""
     runs = [r for r in list_shipped(roots) if r.kind == "characterize"]
     if not runs:
         where = ", ".join(str(p) for p in (shipped_roots() if roots is None else roots)) or "nowhere"
         raise RunDirError(f"no shipped characterization run found (looked in: {where})")
 
-    def rank(r: ShippedRun) -> tuple[int, int, str]:
+    def rank(r: ShippedRun) -> tuple[int, int, int, str]:
         h100 = "h100" in r.gpu.lower() or "h100" in r.gpu_name.lower()
-        return (0 if h100 else 1, 0 if r.status == "complete" else 1, str(r.path))
+        same_suite = ("quick" in r.key.lower()) == quick
+        return (0 if same_suite else 1, 0 if h100 else 1, 0 if r.status == "complete" else 1, str(r.path))
 
     return min(runs, key=rank)
 
 
-def render_shipped_default(out_dir: str | os.PathLike[str], roots: Sequence[Path] | None = None) -> Path:
+def render_shipped_default(
+    out_dir: str | os.PathLike[str], roots: Sequence[Path] | None = None, *, quick: bool = False, force: bool = True
+) -> Path:
     """Copy the default shipped characterization run into ``out_dir``, render its report there, return report.md.
 
     ``out_dir`` must be new, empty, or an earlier copy (a run directory); the shipped data
     itself is never written to (it may sit read-only in site-packages).
     """
-    return render_shipped_default_report(out_dir, roots).markdown
+    return render_shipped_default_report(out_dir, roots, quick=quick, force=force).markdown
 
 
 def render_shipped_default_report(
-    out_dir: str | os.PathLike[str], roots: Sequence[Path] | None = None
+    out_dir: str | os.PathLike[str], roots: Sequence[Path] | None = None, *, quick: bool = False, force: bool = True
 ) -> RenderedReport:
-    """:func:`render_shipped_default`, returning everything the renderer wrote."""
+    """:func:`render_shipped_default`, returning everything the renderer wrote. An earlier copy in
+    ``out_dir`` is replaced only with ``force``."""
     from archline.report.characterize import render
 
-    run = default_characterize_run(roots)
+    run = default_characterize_run(roots, quick=quick)
     out = Path(out_dir)
+    if not force and (out / MANIFEST_NAME).is_file() and out.resolve() != run.path.resolve():
+        raise RunDirError(f"{out}: run directory already exists (use --force to overwrite, or -o another folder)")
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST_NAME).is_file())):
         raise RunDirError(f"{out}: exists and is not empty or an archline run directory; choose another folder")
     try:
