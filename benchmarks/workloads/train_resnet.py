@@ -23,7 +23,7 @@ def make_step(device: str = "cuda", batch: int = 128) -> object:
     y = torch.randint(0, 1000, (batch,), device=device)
 
     def step() -> None:
-        with torch.autocast(device, dtype=torch.bfloat16):
+        with torch.autocast("cuda", dtype=torch.bfloat16, cache_enabled=False):  # graph capture needs no cache
             loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -40,6 +40,23 @@ def attribute(gpu: int = 0, **kwargs: Any) -> Attribution:
     return _attribute(gpu, **kwargs)
 
 
+def replay(step: Any, gpu: int = 0, top: int = 8, **kwargs: Any) -> Any:
+    """Each kernel group's energy in one call of a PyTorch ``step``, by CUDA-graph replay.
+
+    Returns a :class:`~archline.measurement.attribute.replay.ReplayResult` (``.kernels``,
+    ``.step_energy_j``, ``.sum_vs_step_pct``). With ``out=DIR`` it also writes a run directory
+    and its report. The keywords are those of :func:`archline.measurement.attribute.replay.run_replay`.
+    """
+    from archline.measurement.attribute.replay import run_replay
+
+    res = run_replay(step, gpu=gpu, top=top, **kwargs)
+    if kwargs.get("out") is not None:
+        from archline.report.registry import render_run
+
+        render_run(kwargs["out"])
+    return res
+
+
 def __getattr__(name: str) -> Any:
     mod = _LAZY.get(name)
     if mod is None:
@@ -65,4 +82,5 @@ __all__ = [
     "attribute",
     "measure",
     "measure_callable",
+    "replay",
 ]

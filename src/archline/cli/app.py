@@ -12,6 +12,7 @@ from archline.cli import (
     measure_cmd,
     model_cmd,
     monitor,
+    replay_cmd,
     report_cmd,
     roofline,
     run_cmd,
@@ -57,6 +58,7 @@ for _mod in (
     roofline,
     model_cmd,
     run_cmd,
+    replay_cmd,
     fleet_cmd,
 ):
     _mod.register(app)

@@ -62,6 +62,7 @@ _BUILTIN: dict[str, str] = {
     "sensor-validation": "archline.report.sensor:render_validation",
     "measure-validation": "archline.report.measure_validation:render_measure_validation",
     "fleet": "archline.report.fleet:render",
+    "replay": "archline.report.replay:render_replay",
 }
 
 

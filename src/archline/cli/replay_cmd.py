@@ -1,0 +1,85 @@
+"""CLI: ``archline replay script.py:function``: each kernel group's energy in one step, by CUDA-graph replay."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from archline.cli._common import console, handle_errors, print_json
+from archline.errors import InputError
+
+__all__ = ["load_step", "register"]
+
+
+def load_step(target: str) -> Callable[[], Any]:
+    """``script.py:function`` → the step. The function is called once with no arguments: if it returns a
+    callable, that is the step (a factory that builds the model and data); otherwise the function is."""
+    path_s, sep, func = target.rpartition(":")
+    if not sep or not path_s or not func:
+        raise InputError(f"{target!r}: expected SCRIPT.py:FUNCTION (e.g. train.py:make_step)")
+    path = Path(path_s)
+    if not path.is_file():
+        raise InputError(f"{path}: no such script")
+    spec = importlib.util.spec_from_file_location(f"archline_replay_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise InputError(f"{path}: cannot be loaded as a Python module")
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as exc:  # the user's script: any error it raises is reported in one line
+        raise InputError(f"{path}: the script raised {type(exc).__name__}: {exc}") from None
+    fn = getattr(mod, func, None)
+    if not callable(fn):
+        raise InputError(f"{path}: has no function {func!r}")
+    try:
+        made = fn()
+    except Exception as exc:  # the user's function: reported in one line
+        raise InputError(f"{target}: calling it raised {type(exc).__name__}: {exc}") from None
+    step: Callable[[], Any] = made if callable(made) else fn
+    return step
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``archline replay``."""
+
+    @app.command("replay")
+    @handle_errors
+    def replay(
+        target: Annotated[str, typer.Argument(metavar="SCRIPT.py:FUNCTION", help="The step (or a factory of it).")],
+        gpu: Annotated[int, typer.Option("--gpu", help="GPU index.")] = 0,
+        top: Annotated[int, typer.Option("--top", help="Groups measured one by one (longest first).")] = 8,
+        no_marginal: Annotated[bool, typer.Option("--no-marginal", help="Skip the marginal energies.")] = False,
+        out: Annotated[Path, typer.Option("-o", "--out", "--output", help="Run directory.")] = Path("archline-replay"),
+        force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+    ) -> None:
+        """Capture one call of a PyTorch step as a CUDA graph and measure each kernel group's energy by replay."""
+        if top < 1:
+            raise InputError("--top must be at least 1")
+        step = load_step(target)
+        from archline.measurement.attribute.replay import run_replay
+        from archline.report.registry import render_run
+
+        res = run_replay(step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force)
+        rep = render_run(out)
+        if as_json:
+            print_json({**res.summary(), "rows": [r.to_row() for r in res.rows], "report": str(rep.markdown)})
+            return
+        t = Table(title=f"one step: {res.step_energy_j:.4g} ± {res.step_sigma_j:.2g} J, {1e3 * res.step_time_s:.4g} ms")
+        for c in ("group", "time (ms)", "isolated (J)", "marginal (J)"):
+            t.add_column(c, overflow="fold")
+        for r in res.rows:
+            marg = "—" if r.marginal_j is None else f"{r.marginal_j:.4g} ± {r.marginal_sigma_j or 0:.2g}"
+            t.add_row(r.group, f"{1e3 * r.time_s:.4g}", f"{r.energy_j:.4g} ± {r.energy_sigma_j:.2g}", marg)
+        console.print(t)
+        console.print(
+            f"sum of isolated energies: {res.sum_isolated_j:.4g} J ({res.sum_vs_step_pct:+.2f} % of the step)"
+        )
+        console.print(f"report: {rep.markdown}")

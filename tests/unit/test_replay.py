@@ -1,0 +1,81 @@
+"""Graph replay on a fake captured step with known per-node energies: isolated, marginal, the sum."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from archline.measurement.api import measure_callable
+from archline.measurement.attribute.replay import REST, group_nodes, replay_energy
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode
+from tests.helpers.live_sensor import AveragingLiveSensor
+
+NODES = [
+    FakeNode("gemm", 0.004, 600.0),
+    FakeNode("relu", 0.0005, 300.0),
+    FakeNode("gemm", 0.004, 600.0),
+    FakeNode("norm", 0.0015, 350.0),
+    FakeNode("copy", 0.0003, 200.0, kind="memcpy"),
+    FakeNode("relu", 0.0005, 300.0),
+]
+
+
+def _measure(gpu: FakeGraphGPU) -> Any:
+    return functools.partial(
+        measure_callable,
+        sources=[AveragingLiveSensor(gpu)],  # type: ignore[arg-type]
+        sync=gpu.synchronize,
+        clock=gpu.clock,
+        target_rel_error=0.02,
+        max_total_s=3.0,
+    )
+
+
+def test_groups_are_kernel_names_and_copy_kinds() -> None:
+    gpu = FakeGraphGPU(NODES)
+    assert group_nodes(gpu.nodes) == {"gemm": [0, 2], "relu": [1, 5], "norm": [3], "[memcpy]": [4]}
+
+
+def test_isolated_and_marginal_energies_recover_the_truth() -> None:
+    gpu = FakeGraphGPU(NODES)
+    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=2)
+    step = gpu.truth_j(range(len(NODES)))
+    assert res.step_energy_j == pytest.approx(step, rel=0.02)
+    rows = {r.group: r for r in res.rows}
+    assert list(rows)[:2] == ["gemm", "norm"]  # the two longest groups, longest first
+    for name, idx in (("gemm", [0, 2]), ("norm", [3])):
+        r = rows[name]
+        truth = gpu.truth_j(idx)
+        assert abs(r.energy_j - truth) <= max(3 * r.energy_sigma_j, 0.02 * truth), (name, r, truth)
+        assert r.marginal_j is not None and r.marginal_j == pytest.approx(truth, rel=0.05)
+        assert r.time_s == pytest.approx(sum(NODES[i].time_s for i in idx), rel=1e-4)
+    assert rows[REST].nodes_per_step == 3
+    assert abs(res.sum_vs_step_pct) < 2.0
+    assert gpu.enabled == set(range(len(NODES)))  # every node enabled again
+
+
+def test_top_must_be_positive() -> None:
+    gpu = FakeGraphGPU(NODES)
+    with pytest.raises(ValueError):
+        replay_energy(gpu, _measure(gpu), gpu.clock, top=0)
+
+
+def test_cli_errors_are_one_line_exit_2(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from archline.cli.app import app
+
+    script = tmp_path / "s.py"
+    script.write_text("def make():\n    return lambda: None\n\ndef boom():\n    raise ValueError('no data')\n")
+    cases = [
+        ("nocolon", "expected SCRIPT.py:FUNCTION"),
+        (f"{tmp_path / 'missing.py'}:f", "no such script"),
+        (f"{script}:absent", "has no function 'absent'"),
+        (f"{script}:boom", "raised ValueError: no data"),
+    ]
+    for target, needle in cases:
+        res = CliRunner().invoke(app, ["replay", target, "-o", str(tmp_path / "r")])
+        assert res.exit_code == 2, res.output
+        assert "Traceback" not in res.output and needle in res.output, res.output
