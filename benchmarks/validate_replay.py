@@ -40,7 +40,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", default="resnet50,transformer")
+    ap.add_argument("--only", default="resnet50,transformer,mlp")
     a = ap.parse_args()
     import archline
     from archline.hw.nvml import device_static
@@ -79,7 +79,7 @@ def main() -> int:
         except Exception as exc:
             traceback.print_exc()
             summary["workloads"][name] = {"error": repr(exc)}
-    (a.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    (a.out / f"summary-{a.only.replace(',', '-')}.json").write_text(json.dumps(summary, indent=1, default=str))
     return 0
 
 

@@ -210,7 +210,7 @@ def run_replay(
     ``replay.json``, the manifest with the board and its state).
     """
     from archline.core.readings import SystemClock
-    from archline.hw.graph import capture_torch
+    from archline.hw.graph import GraphError, capture_torch
     from archline.hw.nvml import device_state, device_static
     from archline.measurement.api import measure_callable
     from archline.records import Manifest, RunDir
@@ -225,7 +225,17 @@ def run_replay(
     def measure(fn: Callable[[], None]) -> CallMeasure:
         return measure_callable(fn, gpu=gpu, target_rel_error=0.02, max_total_s=max_total_s, sync=graph.synchronize)
 
-    res = replay_energy(graph, measure, SystemClock(), top=top, marginal=marginal)
+    try:
+        res = replay_energy(graph, measure, SystemClock(), top=top, marginal=marginal)
+    except RuntimeError as exc:  # the CUDA context is lost: a kernel read what a disabled node left behind
+        if rd is not None:
+            rd.finish("failed", notes=(f"replay failed: {exc}",))
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise GraphError(
+            f"a replay with nodes switched off failed ({first}): a kernel of this step reads memory that a "
+            "switched-off node would have written (buffers the graph reuses, pointer or index arrays); "
+            "graph replay cannot isolate this step's kernels (docs/replay.md)"
+        ) from None
     if rd is not None:
         write_replay(rd, [r.to_row() for r in res.rows], res.summary())
         rd.finish("complete", state_after=device_state(gpu), notes=tuple(res.notes))
