@@ -41,6 +41,8 @@ def main() -> int:
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="resnet50,transformer,mlp")
+    ap.add_argument("--top", type=int, default=6, help="groups measured one by one")
+    ap.add_argument("--no-marginal", action="store_true", help="skip the marginal energies (half the time)")
     a = ap.parse_args()
     import archline
     from archline.hw.nvml import device_static
@@ -50,7 +52,7 @@ def main() -> int:
     print(f"board: {board}", flush=True)
     a.out.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {"board": board, "workloads": {}}
-    top = 5 if a.quick else 6
+    top = a.top
     for name in a.only.split(","):
         t0 = time.time()
         try:
@@ -62,7 +64,8 @@ def main() -> int:
                 from transformer_step import make_step as make_tstep
 
                 step = make_tstep(f"cuda:{a.gpu}")
-            runs = [archline.replay(step, gpu=a.gpu, top=top, out=a.out / f"{name}-{k}", force=True, max_total_s=2.0)
+            runs = [archline.replay(step, gpu=a.gpu, top=top, out=a.out / f"{name}-{k}", force=True, max_total_s=2.0,
+                                    marginal=not a.no_marginal)
                     for k in (1, 2)]  # fmt: skip
             rows = compare(*runs)
             worst = max((abs(r["diff_pct"]) for r in rows if r["diff_pct"] is not None), default=None)

@@ -70,7 +70,7 @@ for s in "$@"; do
     instructions) step instructions 590 archline instructions -o "$R/instructions" ;;
     roofline) step roofline 450 archline roofline -o "$R/roofline" ;;
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
-    replay) for w in ${REPLAY_ONLY:-mlp transformer resnet50}; do step replay-$w 150 python3 "$B/validate_replay.py" --out "$R/replay" --only $w "${q[@]}"; done ;;
+    replay) for w in ${REPLAY_ONLY:-mlp transformer resnet50}; do step replay-$w ${REPLAY_LIMIT:-150} python3 "$B/validate_replay.py" --out "$R/replay" --only $w ${REPLAY_ARGS:-} "${q[@]}"; done ;;
     attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
     tensor) step tensor 300 python3 "$B/validate_tensor.py" --out "$R/tensor" "${q[@]}" ;;
     model) step model 330 python3 "$B/validate_model_ml.py" --out "$R/model" --components "$R/tensor/characterize" "${q[@]}" ;;
