@@ -60,7 +60,8 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     ) -> None:
-        """Capture one call of a PyTorch step as a CUDA graph and measure each kernel group's energy by replay."""
+        """Experimental: capture one call of a PyTorch step as a CUDA graph and measure each kernel group's
+        energy by replay (docs/replay.md: on real training steps it fails today, with a one-line error)."""
         if top < 1:
             raise InputError("--top must be at least 1")
         step = load_step(target)
