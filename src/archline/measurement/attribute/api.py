@@ -1,4 +1,8 @@
-"""``archline.attribute()``: per-kernel energy of any block of GPU code (CUPTI timeline + NVML sensors)."""
+"""``archline.attribute()``: per-kernel energy of any block of GPU code (CUPTI timeline + NVML sensors).
+
+Over 400 lines on purpose: the context manager's life cycle (sensors, tracer, interrupt, the
+run directory written as data arrives) is one state machine; issue 13 splits it with the new estimator.
+"""
 
 from __future__ import annotations
 
