@@ -125,3 +125,10 @@ def test_polled_power_keeps_only_changes(fake) -> None:  # type: ignore[no-untyp
     ]
     again = src.read()
     assert again.value.tolist() == [150.0] and again.meta["polls"] == 3
+
+
+def test_every_named_source_can_be_opened_and_no_other() -> None:
+    from archline.core.recording import SOURCE_NAMES
+
+    assert set(nvml.SOURCES) == set(SOURCE_NAMES)
+    assert set(nvml.DEFAULT_SOURCES) <= set(SOURCE_NAMES)

@@ -17,6 +17,7 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 
 from archline.core.readings import Clock, Quantity, Readings, SystemClock, empty_readings
+from archline.core.recording import SOURCE_NAMES
 from archline.errors import (
     ArchlineError,
     GPUUnavailableError,
@@ -41,18 +42,8 @@ __all__ = [
     "open_sources",
 ]
 
-#: Sources opened by default (see measurement/recording.py for their meaning).
-DEFAULT_SOURCES: tuple[str, ...] = (
-    "nvml.buffer",
-    "nvml.instant",
-    "nvml.average",
-    "nvml.usage",
-    "nvml.energy",
-    "nvml.sm_clock",
-    "nvml.mem_clock",
-    "nvml.temperature",
-    "nvml.throttle",
-)
+#: Sources opened by default: every one that core.recording names, but the memory in use.
+DEFAULT_SOURCES: tuple[str, ...] = tuple(n for n in SOURCE_NAMES if n != "nvml.memory_used")
 
 #: NVML clock-event ("throttle") reason bits → name; the ones that mean the card slowed down.
 THROTTLE_BITS: dict[int, tuple[str, bool]] = {
