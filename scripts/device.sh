@@ -17,6 +17,7 @@
 #   tensor          benchmarks/validate_tensor.py (tensor cores, operand data, L1 and latency)
 #   model           benchmarks/validate_model_ml.py (the frozen model on held-out ML kernels)
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
+#   probe           benchmarks/replay_probe.py (which node switches a captured step survives)
 #
 # Environment: QUICK=1 passes --quick where a step has it. Wheels of packages the machine lacks
 # (hatchling to build the wheel, cupti-python, dask...) are taken from .whl/ when present.
@@ -74,6 +75,7 @@ for s in "$@"; do
     attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
     tensor) step tensor 300 python3 "$B/validate_tensor.py" --out "$R/tensor" "${q[@]}" ;;
     model) step model 330 python3 "$B/validate_model_ml.py" --out "$R/model" --components "$R/tensor/characterize" "${q[@]}" ;;
+    probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac

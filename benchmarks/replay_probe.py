@@ -1,0 +1,96 @@
+"""Which node switches a captured step survives: each group alone, and each group switched off.
+
+    python3 benchmarks/replay_probe.py --out DIR [--workload mlp|transformer|resnet50] [--jobs 4]
+
+Graph replay loses the CUDA context on real training steps (docs/replay.md). This probe captures
+the step once to list its node groups, then tries, each in a child process of its own (a lost
+context ends only that child), a replay with only one group enabled and a replay with only that
+group disabled. It prints and writes (``DIR/probe-<workload>.json``) which succeed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+MODULES = {"resnet50": "train_resnet", "transformer": "transformer_step", "mlp": "mlp_step"}
+
+CHILD = r"""
+import sys, json
+sys.path.insert(0, {workloads!r})
+from archline.hw.graph import capture_torch
+from archline.measurement.attribute.replay import group_nodes
+make = __import__({module!r}).make_step
+g = capture_torch(make("cuda:0"), 0)
+groups = group_nodes(g.nodes)
+if {mode!r} == "list":
+    print(json.dumps({{k: len(v) for k, v in groups.items()}}))
+    raise SystemExit(0)
+idx = groups[{group!r}]
+every = [i for v in groups.values() for i in v]
+g.set_enabled(idx if {mode!r} == "alone" else [i for i in every if i not in set(idx)])
+for _ in range(3):
+    g.replay()
+g.synchronize()
+g.set_enabled(None)
+g.replay()
+g.synchronize()
+print("ok")
+"""
+
+
+def child(module: str, mode: str, group: str = "") -> tuple[bool, str]:
+    code = CHILD.format(workloads=str(HERE / "workloads"), module=module, mode=mode, group=group)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    tail = (
+        (res.stdout.strip().splitlines() or [""])[-1]
+        if res.returncode == 0
+        else (res.stderr.strip().splitlines() or ["?"])[-1]
+    )
+    return res.returncode == 0, tail
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--workload", default="mlp", choices=sorted(MODULES))
+    ap.add_argument("--jobs", type=int, default=4)
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    module = MODULES[a.workload]
+    t0 = time.time()
+    ok, listing = child(module, "list")
+    if not ok:
+        print(f"capture failed: {listing}")
+        return 1
+    groups: dict[str, int] = json.loads(listing)
+    print(f"{a.workload}: {len(groups)} groups, {sum(groups.values())} switchable nodes", flush=True)
+    trials = [(g, m) for g in groups for m in ("alone", "without")]
+    with ThreadPoolExecutor(a.jobs) as pool:
+        results = list(pool.map(lambda t: (t, child(module, t[1], t[0])), trials))
+    rows: list[dict[str, Any]] = []
+    for (g, mode), (passed, tail) in results:
+        rows.append({"group": g, "nodes": groups[g], "mode": mode, "ok": passed, "detail": tail})
+        print(f"{'ok  ' if passed else 'FAIL'} {mode:8s} {g[:90]} ({groups[g]} nodes){'' if passed else ': ' + tail}")
+    summary = {
+        "workload": a.workload,
+        "groups": len(groups),
+        "alone_ok": sum(1 for r in rows if r["mode"] == "alone" and r["ok"]),
+        "without_ok": sum(1 for r in rows if r["mode"] == "without" and r["ok"]),
+        "rows": rows,
+        "wall_s": time.time() - t0,
+    }
+    print(f"alone: {summary['alone_ok']}/{len(groups)} survive; without: {summary['without_ok']}/{len(groups)} survive")
+    (a.out / f"probe-{a.workload}.json").write_text(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
