@@ -26,7 +26,7 @@ CHILD = r"""
 import sys, json
 sys.path.insert(0, {workloads!r})
 from archline.hw.graph import capture_torch
-from archline.measurement.attribute.replay import group_nodes
+from archline.measurement.attribute.replay import group_nodes, kept_nodes
 make = __import__({module!r}).make_step
 g = capture_torch(make("cuda:0"), 0)
 groups = group_nodes(g.nodes)
@@ -35,7 +35,8 @@ if {mode!r} == "list":
     raise SystemExit(0)
 idx = groups[{group!r}]
 every = [i for v in groups.values() for i in v]
-g.set_enabled(idx if {mode!r} == "alone" else [i for i in every if i not in set(idx)])
+keep = kept_nodes(g.nodes)
+g.set_enabled((idx if {mode!r} == "alone" else [i for i in every if i not in set(idx)]) + keep)
 for _ in range(3):
     g.replay()
 g.synchronize()

@@ -56,6 +56,23 @@ def test_isolated_and_marginal_energies_recover_the_truth() -> None:
     assert gpu.enabled == set(range(len(NODES)))  # every node enabled again
 
 
+def test_memsets_stay_enabled_in_every_replay() -> None:
+    nodes = [*NODES, FakeNode("memset", 0.00001, 150.0, kind="memset")]
+    gpu = FakeGraphGPU(nodes)
+    seen: list[set[int]] = []
+    replay = gpu.replay
+
+    def watched() -> None:
+        seen.append(set(gpu.enabled))
+        replay()
+
+    gpu.replay = watched  # type: ignore[method-assign]
+    assert "[memset]" not in group_nodes(gpu.nodes)
+    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=1, marginal=False)
+    assert seen and all(6 in s for s in seen)
+    assert any("memsets stay enabled" in n for n in res.notes)
+
+
 def test_top_must_be_positive() -> None:
     gpu = FakeGraphGPU(NODES)
     with pytest.raises(ValueError):

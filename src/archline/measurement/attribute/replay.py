@@ -17,7 +17,15 @@ from typing import Any, Protocol
 from archline.core.readings import Clock
 from archline.hw.graph import GraphNode
 
-__all__ = ["ReplayResult", "ReplayRow", "ReplayableGraph", "group_nodes", "replay_energy", "run_replay"]
+__all__ = [
+    "ReplayResult",
+    "ReplayRow",
+    "ReplayableGraph",
+    "group_nodes",
+    "kept_nodes",
+    "replay_energy",
+    "run_replay",
+]
 
 #: The rest of the step's nodes, measured as one group so the isolated energies add up to the step.
 REST = "[all other nodes]"
@@ -111,18 +119,29 @@ class ReplayResult:
 
 
 def group_nodes(nodes: Sequence[GraphNode]) -> dict[str, list[int]]:
-    """Node indices by kernel name (copies and memsets each form one group), in first-seen order."""
+    """Node indices by kernel name (copies form one group), in first-seen order. Memsets are no
+    group: they stay enabled in every replay (:func:`kept_nodes`)."""
     out: dict[str, list[int]] = {}
     for n in nodes:
-        out.setdefault(n.name if n.kind == "kernel" else f"[{n.kind}]", []).append(n.index)
+        if n.kind != "memset":
+            out.setdefault(n.name if n.kind == "kernel" else f"[{n.kind}]", []).append(n.index)
     return out
 
 
-def _time_groups(graph: ReplayableGraph, groups: dict[str, list[int]], clock: Clock, replays: int) -> dict[str, float]:
+def kept_nodes(nodes: Sequence[GraphNode]) -> list[int]:
+    """Nodes enabled in every replay: the memsets. They reset the counters and workspaces that
+    kernels such as cuBLAS's cooperative GEMMs count on; switched off, the next replay loses the
+    CUDA context (benchmarks/replay_probe.py on an H100). They take microseconds."""
+    return [n.index for n in nodes if n.kind == "memset"]
+
+
+def _time_groups(
+    graph: ReplayableGraph, groups: dict[str, list[int]], keep: list[int], clock: Clock, replays: int
+) -> dict[str, float]:
     """Seconds per replay with only each group enabled (host timer around synchronised replays)."""
     out: dict[str, float] = {}
     for name, idx in groups.items():
-        graph.set_enabled(idx)
+        graph.set_enabled(idx + keep)
         graph.replay()
         graph.synchronize()
         t0 = clock.now_s()
@@ -150,20 +169,21 @@ def replay_energy(
     if top < 1:
         raise ValueError("top must be at least 1")
     groups = group_nodes(graph.nodes)
+    keep = kept_nodes(graph.nodes)
     try:
         graph.set_enabled(None)
         whole = measure(graph.replay)
-        times = _time_groups(graph, groups, clock, timing_replays)
+        times = _time_groups(graph, groups, keep, clock, timing_replays)
         chosen = sorted(groups, key=lambda g: -times[g])[:top]
         res = ReplayResult(whole.energy_j, whole.energy_uncertainty_j, whole.time_s, groups=len(groups))
         all_idx = [i for idx in groups.values() for i in idx]
         for name in chosen:
             idx = groups[name]
-            graph.set_enabled(idx)
+            graph.set_enabled(idx + keep)
             iso = measure(graph.replay)
             m = ms = None
             if marginal:
-                graph.set_enabled([i for i in all_idx if i not in set(idx)])
+                graph.set_enabled([i for i in all_idx if i not in set(idx)] + keep)
                 rest = measure(graph.replay)
                 m = whole.energy_j - rest.energy_j
                 ms = math.hypot(whole.energy_uncertainty_j, rest.energy_uncertainty_j)
@@ -175,7 +195,7 @@ def replay_energy(
             )
         others = [i for name, idx in groups.items() if name not in chosen for i in idx]
         if others:
-            graph.set_enabled(others)
+            graph.set_enabled(others + keep)
             r = measure(graph.replay)
             res.rows.append(
                 ReplayRow(REST, "mixed", len(others), r.time_s, r.energy_j, r.energy_uncertainty_j, r.mean_power_w)
@@ -189,6 +209,8 @@ def replay_energy(
             "isolated energies are board energy per replay with only that group's nodes enabled, its idle "
             "share included; marginal = step − step without the group"
         )
+        if keep:
+            res.notes.append(f"the step's {len(keep)} memsets stay enabled in every replay (counters and workspaces)")
         return res
     finally:
         graph.set_enabled(None)
