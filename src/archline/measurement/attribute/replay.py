@@ -129,9 +129,9 @@ def group_nodes(nodes: Sequence[GraphNode]) -> dict[str, list[int]]:
 
 
 def kept_nodes(nodes: Sequence[GraphNode]) -> list[int]:
-    """Nodes enabled in every replay: the memsets. They reset the counters and workspaces that
-    kernels such as cuBLAS's cooperative GEMMs count on; switched off, the next replay loses the
-    CUDA context (benchmarks/replay_probe.py on an H100). They take microseconds."""
+    """Nodes enabled in every replay: the memsets. Switched off, a replay of a real training step
+    lost the CUDA context (benchmarks/replay_probe.py on an H100); they most likely reset counters
+    and workspaces that cuBLAS's cooperative GEMMs count on. They take microseconds."""
     return [n.index for n in nodes if n.kind == "memset"]
 
 
