@@ -186,3 +186,20 @@ def test_saving_a_profile_needs_the_gpu_and_driver_it_belongs_to(
     args = ["sensor", "fit", str(trace), "--windows", str(wins), "--save", "--gpu-uuid", "GPU-t"]
     _fails_cleanly(args, "--save needs --driver")
     assert not (tmp_path / "cache").exists()
+
+
+def test_numbers_are_never_cut_at_80_columns() -> None:
+    """Issue 17: in an 80-column pipe every number --json gives appears in full in the table."""
+    import json as _json
+    from pathlib import Path as _Path
+
+    trace = _Path(__file__).resolve().parents[2] / "results/h100/characterize/traces.npz"
+    env = {"COLUMNS": "80"}
+    table = CliRunner().invoke(app, ["analyze", str(trace)], env=env)
+    data = CliRunner().invoke(app, ["analyze", str(trace), "--json"], env=env)
+    assert table.exit_code == 0 and data.exit_code == 0, table.output
+    assert "…" not in table.stdout
+    assert max(len(line) for line in table.stdout.splitlines()) <= 80
+    for w in _json.loads(data.stdout)["windows"]:
+        assert f"{w['energy_j']:.5g}" in table.stdout
+        assert f"{w['mean_power_w']:.1f}" in table.stdout

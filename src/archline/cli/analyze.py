@@ -120,24 +120,33 @@ def _table(model: Any, rows: list[dict[str, Any]], notes: list[str], t0_s: float
         caption=f"start relative to the trace's first reading, t0 = {t0_s!r} s",
         title_justify="left",
     )
-    for col in ("window", "start s", "duration s", "energy J", "± J (1σ)", "mean W", "resolvable"):
-        t.add_column(col, justify="left" if col == "window" else "right", no_wrap=True)
     foot: list[str] = []
+    cells: list[tuple[str, ...]] = []
     for w, note in zip(rows, notes, strict=True):
         mark = "yes"
         if not w["resolvable"]:
             if note not in foot:
                 foot.append(note)
-            mark = f"[yellow]no[/] [{foot.index(note) + 1}]"
-        t.add_row(
-            w["name"],
-            f"{w['start_s'] - t0_s:.6f}",
-            f"{w['duration_s']:.4g}",
-            f"{w['energy_j']:.5g}",
-            f"{w['energy_uncertainty_j']:.2g}",
-            f"{w['mean_power_w']:.1f}",
-            mark,
+            mark = f"no [{foot.index(note) + 1}]"
+        cells.append(
+            (
+                str(w["name"]),
+                f"{w['start_s'] - t0_s:.6f}",
+                f"{w['duration_s']:.4g}",
+                f"{w['energy_j']:.5g}",
+                f"{w['energy_uncertainty_j']:.2g}",
+                f"{w['mean_power_w']:.1f}",
+                mark,
+            )
         )
+    heads = ("window", "start s", "duration s", "energy J", "± J (1σ)", "mean W", "resolvable")
+    # Numbers are never cut: each numeric column is as wide as its widest value; names fold instead.
+    t.add_column(heads[0], justify="left", overflow="fold", ratio=1)
+    for k, col in enumerate(heads[1:], start=1):
+        width = max([len(c[k]) for c in cells] + [min(len(col), 8)])
+        t.add_column(col, justify="right", no_wrap=True, min_width=width, overflow="fold")
+    for c in cells:
+        t.add_row(*c[:-1], c[-1].replace("no [", "[yellow]no[/] \\[") if c[-1] != "yes" else c[-1])
     return t, [f"[{i + 1}] {n}" for i, n in enumerate(foot)]
 
 
