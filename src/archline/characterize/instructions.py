@@ -11,7 +11,7 @@ from typing import Any
 
 from archline.characterize.kernels.instructions import InstructionPair
 from archline.characterize.runner import KernelRun, Runner
-from archline.measurement.energy import counter_energy_j
+from archline.measurement.counter import counter_energy
 from archline.measurement.techniques import compare_techniques
 from archline.records import RunDir
 from archline.records.instructions import (
@@ -173,7 +173,7 @@ def run_techniques(
                 continue
             rec = runner.sampler.recording()
             en = rec.get("nvml.energy")
-            ref = counter_energy_j(en, run.region.start_s, run.region.end_s) if en is not None else None
+            ref = counter_energy(en, run.region.start_s, run.region.end_s) if en is not None else None
             for src in TECHNIQUE_SOURCES:
                 if rec.get(src) is None or not len(rec.readings[src]):
                     continue

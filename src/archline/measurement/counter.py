@@ -42,6 +42,7 @@ from archline.measurement.windows import WindowEnergy, window_energies
 __all__ = [
     "CounterUpdates",
     "counter_call_energy",
+    "counter_energy",
     "counter_model",
     "counter_power",
     "counter_updates",
@@ -165,3 +166,14 @@ def counter_call_energy(r: Readings, repetitions: Sequence[Region], calls_per_re
     # The tied level's error is common to every repetition: σ adds linearly, not in quadrature.
     sigma = sum(w.energy_uncertainty_j for w in res) / calls
     return float(energy), float(sigma)
+
+
+def counter_energy(r: Readings, a_s: float, b_s: float) -> float | None:
+    """Energy (J) over [a, b] from the energy counter, corrected for its update grid; None if the
+    counter does not bracket the span or cannot resolve it (the unbiased successor of
+    :func:`archline.measurement.energy.counter_energy_j`)."""
+    try:
+        (w,) = counter_window_energies(r, [Region("span", a_s, b_s)], max_rel_uncertainty=1.0)
+    except SensorError:
+        return None
+    return float(w.energy_j) if w.resolvable and np.isfinite(w.energy_j) else None

@@ -11,7 +11,8 @@ import numpy as np
 
 from archline.core.recording import Recording, Region
 from archline.measurement.calibrate.load_runs import BusyLoad
-from archline.measurement.energy import WindowEstimate, counter_energy_j, estimate_window
+from archline.measurement.counter import counter_energy
+from archline.measurement.energy import WindowEstimate, estimate_window
 
 __all__ = [
     "CALIBRATION_PULSES_S",
@@ -149,7 +150,7 @@ def analyze_validation(
         ms = run_name.split("_")[1]
         run = rec.region(run_name)
         n = int(run.meta.get("n", 1))
-        ref = counter_energy_j(en, run.start_s, run.end_s) if en is not None else None
+        ref = counter_energy(en, run.start_s, run.end_s) if en is not None else None
         if ref is None:
             continue
         ref_per = ref / n
