@@ -6,12 +6,19 @@ from pathlib import Path
 
 from archline.records import RunDir
 from archline.report.cells import Ctx
-from archline.report.doc import Document, Heading, Para
+from archline.report.doc import Document, Heading, Para, Raw
 from archline.report.header import header_table
 from archline.report.registry import RenderedReport
 from archline.report.render import write_document
 from archline.report.rundata import RunData, load_run_data
-from archline.report.sections import flag_blocks, status_text, sweep_blocks, targets_blocks, throughput_blocks
+from archline.report.sections import (
+    above_spec_blocks,
+    flag_blocks,
+    status_text,
+    sweep_blocks,
+    targets_blocks,
+    throughput_blocks,
+)
 from archline.report.tables import arithmetic_table, detail_table, group_rows, memory_table, sync_table
 
 __all__ = ["PLOTS_DIR", "build_document", "render"]
@@ -45,6 +52,7 @@ def build_document(data: RunData, out_dir: Path, *, banner: str | None = None) -
         header_table(m, data.rows, status_text(data)),
         Heading("Arithmetic"),
         arithmetic_table(data.rows, ctx),
+        *above_spec_blocks(data.rows),
     )
     blocks, f = throughput_blocks(data, plots, PLOTS_DIR)
     files += f
@@ -69,22 +77,15 @@ def build_document(data: RunData, out_dir: Path, *, banner: str | None = None) -
     return doc, files
 
 
-def _roofline_section(run_dir: Path, out: Path, md: Path, html: Path | None) -> tuple[Path, ...]:
-    """Append the energy-roofline section when the run holds a roofline sweep (``characterize --roofline``)."""
+def _roofline_section(run_dir: Path, out: Path) -> tuple[Raw | None, tuple[Path, ...]]:
+    """The energy-roofline section when the run holds a roofline sweep (``characterize --roofline``)."""
     from archline.model.build import SWEEP_TABLE
-    from archline.records import atomic_write_text
     from archline.report.roofline import render_roofline
 
     if not (run_dir / SWEEP_TABLE).is_file():
-        return ()
+        return None, ()
     sec = render_roofline(run_dir, out)
-    atomic_write_text(md, md.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + sec.markdown)
-    if html is not None and html.is_file():
-        page = html.read_text(encoding="utf-8")
-        cut = page.rfind("</body>")
-        page = page[:cut] + sec.html_fragment + page[cut:] if cut >= 0 else page + sec.html_fragment
-        atomic_write_text(html, page)
-    return (sec.markdown_path, sec.html_path, *sec.plot_paths)
+    return Raw(sec.markdown, sec.html_fragment), (sec.markdown_path, sec.html_path, *sec.plot_paths)
 
 
 def render(run: RunDir | Path | str, out_dir: Path | None = None, *, banner: str | None = None) -> RenderedReport:
@@ -92,8 +93,11 @@ def render(run: RunDir | Path | str, out_dir: Path | None = None, *, banner: str
     data = load_run_data(run)
     out = Path(out_dir) if out_dir is not None else data.run.path
     doc, files = build_document(data, out, banner=banner)
+    section, roofline_files = _roofline_section(data.run.path, out)
+    if section is not None:
+        doc.add(section)
     md, html = write_document(doc, out)
-    files = [*files, *_roofline_section(data.run.path, out, md, html)]
+    files = [*files, *roofline_files]
     warnings: list[str] = []
     if data.manifest.status != "complete":
         warnings.append(f"run status is {data.manifest.status!r}: {status_text(data)}")

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "Block",
     "Bullets",
     "Cell",
+    "Chart",
     "Document",
     "Figure",
     "Heading",
     "Missing",
     "Para",
+    "Raw",
     "Table",
 ]
 
@@ -69,7 +73,28 @@ class Figure:
     caption: str
 
 
-Block = Heading | Para | Bullets | Table | Figure
+@dataclass(frozen=True)
+class Chart:
+    """An interactive chart: a Vega-Lite spec in HTML (see report.interactive), the PNG ``fallback`` in Markdown.
+
+    ``fallback`` is a path relative to the report's folder, like :attr:`Figure.path`; the HTML shows it where
+    charts cannot be embedded.
+    """
+
+    spec: Mapping[str, Any]
+    caption: str
+    fallback: str | None = None
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A section rendered elsewhere (e.g. the roofline section inside a characterization report)."""
+
+    markdown: str
+    html: str
+
+
+Block = Heading | Para | Bullets | Table | Figure | Chart | Raw
 
 
 @dataclass

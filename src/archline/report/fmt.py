@@ -80,7 +80,7 @@ def fmt_pm(x: object, u: object, missing: str, *, scale: float = 1.0, u_digits: 
     err_r = float(f"{err:.{u_digits - 1}e}")
     exp = math.floor(math.log10(err_r))
     decimals = u_digits - 1 - exp
-    if decimals > 6 or abs(v) >= 1e7 or err_r >= 1e7:
+    if decimals > 8 or abs(v) >= 1e7 or err_r >= 1e7:
         # Share one exponent so the two numbers stay comparable at a glance.
         e = math.floor(math.log10(max(abs(v), err_r)))
         m = 10.0**e

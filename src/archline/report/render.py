@@ -8,26 +8,13 @@ import re
 from pathlib import Path
 
 from archline.records import atomic_write_text
-from archline.report.doc import Bullets, Cell, Document, Figure, Heading, Missing, Para, Table
+from archline.report.doc import Bullets, Cell, Chart, Document, Figure, Heading, Missing, Para, Raw, Table
 from archline.report.fmt import DASH
+from archline.report.interactive import chart_html, charts_available, page
 
 __all__ = ["to_html", "to_markdown", "write_document"]
 
 _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-_CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:2em auto;max-width:1200px;
-padding:0 1em;color:#222;line-height:1.45}
-h1{border-bottom:2px solid #444}h2{border-bottom:1px solid #bbb;margin-top:2em}
-table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em}
-th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;white-space:nowrap}
-th{background:#f0f0f0}td:first-child,th:first-child{text-align:left}
-caption{caption-side:top;text-align:left;font-weight:600;padding:4px 0}
-.notes{font-size:0.85em;color:#444;margin:0 0 1em 0}.notes p{margin:0.1em 0}
-figure{margin:1em 0}figure img{max-width:100%;border:1px solid #ddd}
-figcaption{font-size:0.9em;color:#444}code{background:#f4f4f4;padding:0 3px}
-.missing{color:#999}
-"""
 
 
 def _footnotes(table: Table) -> dict[str, int]:
@@ -83,6 +70,10 @@ def to_markdown(doc: Document) -> str:
             out += [*_md_table(b), ""]
         elif isinstance(b, Figure):
             out += [f"![{_md_escape(b.caption)}]({b.path})", "", f"*{b.caption}*", ""]
+        elif isinstance(b, Chart) and b.fallback:
+            out += [f"![{_md_escape(b.caption)}]({b.fallback})", "", f"*{b.caption}*", ""]
+        elif isinstance(b, Raw):
+            out += [b.markdown.rstrip("\n"), ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -93,6 +84,11 @@ def _inline(s: str) -> str:
     esc = html.escape(s, quote=False)
     esc = re.sub(r"`([^`]+)`", r"<code>\1</code>", esc)
     return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", esc)
+
+
+#: A short cell that starts like a number (value ± σ with its unit, a range, a percentage) stays on one line;
+#: text and long cells wrap, so no row pushes the page past the window.
+_NUMERIC = re.compile(r"^[\s(≈~<>≤≥+\-−]*\d.{0,38}$")
 
 
 def _html_table(t: Table) -> list[str]:
@@ -107,8 +103,10 @@ def _html_table(t: Table) -> list[str]:
             if isinstance(c, Missing):
                 sup = f"<sup>{notes[c.reason]}</sup>"
                 cells.append(f'<td class="missing" title="{html.escape(c.reason)}">{DASH}{sup}</td>')
-            else:
+            elif _NUMERIC.match(c):
                 cells.append(f"<td>{_inline(c)}</td>")
+            else:
+                cells.append(f'<td class="text">{_inline(c)}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     extra = [f"{DASH}<sup>{n}</sup> {_inline(r)}" for r, n in notes.items()] + [_inline(n) for n in t.notes]
@@ -130,8 +128,13 @@ def _html_figure(fig: Figure, base_dir: Path, embed: bool) -> str:
 
 
 def to_html(doc: Document, base_dir: Path, *, embed_images: bool = True) -> str:
-    """The document as one HTML file: inline CSS, no scripts, images embedded as base64 (or linked)."""
+    """The document as one HTML page (report.interactive.page): inline CSS, images embedded as base64 (or linked),
+    charts drawn by the embedded Vega-Lite script, or their PNG fallback where vl-convert-python is missing."""
     body: list[str] = [f"<h1>{_inline(doc.title)}</h1>"]
+    interactive = charts_available() and any(
+        isinstance(b, Chart) or (isinstance(b, Raw) and 'class="vl-chart"' in b.html) for b in doc.blocks
+    )
+    n_chart = 0
     for b in doc.blocks:
         if isinstance(b, Heading):
             lvl = max(2, min(6, b.level))
@@ -144,8 +147,15 @@ def to_html(doc: Document, base_dir: Path, *, embed_images: bool = True) -> str:
             body += _html_table(b)
         elif isinstance(b, Figure):
             body.append(_html_figure(b, base_dir, embed_images))
-    head = f'<meta charset="utf-8"><title>{html.escape(doc.title)}</title><style>{_CSS}</style>'
-    return f'<!DOCTYPE html>\n<html lang="en"><head>{head}</head><body>\n' + "\n".join(body) + "\n</body></html>\n"
+        elif isinstance(b, Chart):
+            if interactive:
+                n_chart += 1
+                body.append(chart_html(b, f"chart-{n_chart}"))
+            elif b.fallback:
+                body.append(_html_figure(Figure(b.fallback, b.caption), base_dir, embed_images))
+        elif isinstance(b, Raw):
+            body.append(b.html)
+    return page(doc.title, "\n".join(body), with_charts=interactive)
 
 
 def write_document(doc: Document, out_dir: Path, stem: str = "report") -> tuple[Path, Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import os
 from collections.abc import Sequence
@@ -15,8 +16,10 @@ from archline.model.reference import CITATION
 from archline.model.result import RooflineModel
 from archline.model.sweep import SweepRow, read_sweep_csv
 from archline.records import RunDir, atomic_write_text
+from archline.report.doc import Chart
+from archline.report.interactive import chart_html, charts_available, page
 from archline.report.registry import RenderedReport
-from archline.report.roofline_plots import plot_power_line, plot_roofline_arch
+from archline.report.roofline_plots import plot_power_line, plot_roofline_arch, roofline_chart
 from archline.report.roofline_tables import Table, roofline_tables
 
 __all__ = [
@@ -70,6 +73,11 @@ def _html_table(t: Table) -> str:
     return f"<h3>{e(t.title)}</h3>\n<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n{note}\n"
 
 
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<figure><img src="data:image/png;base64,{data}" alt="{html.escape(alt)}"></figure>'
+
+
 def _summary_lines(model: RooflineModel) -> list[str]:
     lines = [model.race_to_halt.verdict[p] + "." for p in model.parameters.precisions]
     lines += [f"Note: {n}." for n in model.notes]
@@ -115,12 +123,16 @@ def render_roofline(
     frag = [f'<section class="archline-roofline">\n<h2>{e(title)}</h2>\n<p>{e(intro)}</p>']
     frag.append("<ul>" + "".join(f"<li>{e(s)}</li>" for s in summary) + "</ul>")
     frag += [_html_table(t) for t in tables]
-    frag.append(f'<figure><img src="{ROOFLINE_PLOT}" alt="Roofline and arch line"></figure>')
-    frag.append(f'<figure><img src="{POWER_PLOT}" alt="Power line"></figure>')
+    caption = "Achieved TFLOP/s and GFLOP/J against intensity: model (lines) and measured points; hover for values."
+    if charts_available():
+        frag.append(chart_html(Chart(roofline_chart(model, rows), caption), "roofline-chart"))
+    else:
+        frag.append(_img(out / ROOFLINE_PLOT, "Roofline and arch line"))
+    frag.append(_img(out / POWER_PLOT, "Power line"))
     frag.append(f"<p>Reference values: {e(CITATION)}.</p>\n</section>\n")
     markdown, fragment = "\n".join(md), "\n".join(frag)
     atomic_write_text(out / MARKDOWN_NAME, markdown)
-    atomic_write_text(out / HTML_NAME, fragment)
+    atomic_write_text(out / HTML_NAME, page(title, fragment))
     return RooflineSection(
         markdown_path=out / MARKDOWN_NAME,
         html_path=out / HTML_NAME,

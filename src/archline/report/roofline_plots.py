@@ -22,7 +22,7 @@ from archline.model.result import RooflineModel
 from archline.model.sweep import SweepRow
 from archline.records import atomic_write_bytes
 
-__all__ = ["plot_power_line", "plot_roofline_arch"]
+__all__ = ["plot_power_line", "plot_roofline_arch", "roofline_chart"]
 
 _TIME_C = "#c0392b"
 _ENERGY_C = "#2166ac"
@@ -124,3 +124,28 @@ def plot_power_line(model: RooflineModel, rows: Sequence[SweepRow], path: str | 
         ax.set_title(f"{model.device} {prec}: power line", fontsize=9)
         ax.legend(fontsize=7, loc="lower right")
     _save(fig, path)
+
+
+def roofline_chart(model: RooflineModel, rows: Sequence[SweepRow]) -> dict[str, Any]:
+    """The interactive twin of :func:`plot_roofline_arch`: achieved TFLOP/s and GFLOP/J against intensity."""
+    from archline.report.interactive import curves_chart
+
+    panels = []
+    for prec in model.parameters.precisions:
+        p: RooflineParams = model.parameters.params(prec)
+        pts = [r for r in rows if r.precision == prec]
+        if not pts:
+            continue
+        x = _x_grid(pts, p.b_tau)[::8]
+        tflops = 1e-12 / p.tau_flop_s
+        gflop_j = 1e-9 / p.eps_hat_flop_j
+        curves = {
+            "roofline (TFLOP/s)": list(zip(x.tolist(), (roofline(x, p) * tflops).tolist(), strict=True)),
+            "arch line (GFLOP/J)": list(zip(x.tolist(), (arch_line(x, p) * gflop_j).tolist(), strict=True)),
+        }
+        points = {
+            "measured TFLOP/s": [(r.measured_intensity, r.flops / r.time_s * 1e-12) for r in pts],
+            "measured GFLOP/J": [(r.measured_intensity, r.flops / r.energy_j * 1e-9) for r in pts],
+        }
+        panels.append((f"{model.device} {prec}", curves, points))
+    return curves_chart(panels, "intensity (flop/byte)", "TFLOP/s or GFLOP/J")
