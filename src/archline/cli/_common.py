@@ -29,8 +29,9 @@ __all__ = [
     "progress_bar",
 ]
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Messages are not hard-wrapped at the console's width (80 in a pipe): the terminal wraps them where it wraps.
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.cli.tables import Col, fit_table
 from archline.core.readings import Readings
 from archline.core.recording import Region
 from archline.errors import InputError, ModelFileError, TraceError
@@ -114,40 +115,46 @@ def _levels(r: Readings, model: Any, wins: tuple[Region, ...]) -> dict[str, floa
 
 def _table(model: Any, rows: list[dict[str, Any]], notes: list[str], t0_s: float) -> tuple[Table, list[str]]:
     """The windows as a table; why a window is unresolvable goes to numbered footnotes."""
-    t = Table(
-        title=f"sensor: {model.kind} ({model.origin}), update {1e3 * model.period_s:.1f} ms, "
-        f"C = {1e3 * model.lag_s:.1f} ms, coverage {100 * model.coverage:.0f} %",
-        caption=f"start relative to the trace's first reading, t0 = {t0_s!r} s",
-        title_justify="left",
-    )
+    cols = [
+        Col("window", "name"),
+        Col("start s", drop=2),
+        Col("duration s", drop=1),
+        Col("energy J"),
+        Col("± J (1σ)"),
+        Col("mean W"),
+        Col("resolvable", "text"),
+    ]
     foot: list[str] = []
-    cells: list[tuple[str, ...]] = []
+    body: list[list[str]] = []
     for w, note in zip(rows, notes, strict=True):
         mark = "yes"
         if not w["resolvable"]:
             if note not in foot:
                 foot.append(note)
-            mark = f"no [{foot.index(note) + 1}]"
-        cells.append(
-            (
-                str(w["name"]),
+            mark = f"[yellow]no[/] [{foot.index(note) + 1}]"
+        body.append(
+            [
+                escape(str(w["name"])),
                 f"{w['start_s'] - t0_s:.6f}",
                 f"{w['duration_s']:.4g}",
                 f"{w['energy_j']:.5g}",
                 f"{w['energy_uncertainty_j']:.2g}",
                 f"{w['mean_power_w']:.1f}",
                 mark,
-            )
+            ]
         )
-    heads = ("window", "start s", "duration s", "energy J", "± J (1σ)", "mean W", "resolvable")
-    # Numbers are never cut: each numeric column is as wide as its widest value; names fold instead.
-    t.add_column(heads[0], justify="left", overflow="fold", ratio=1)
-    for k, col in enumerate(heads[1:], start=1):
-        width = max([len(c[k]) for c in cells] + [min(len(col), 8)])
-        t.add_column(col, justify="right", no_wrap=True, min_width=width, overflow="fold")
-    for c in cells:
-        t.add_row(*c[:-1], c[-1].replace("no [", "[yellow]no[/] \\[") if c[-1] != "yes" else c[-1])
-    return t, [f"[{i + 1}] {n}" for i, n in enumerate(foot)]
+    t, dropped = fit_table(
+        cols,
+        body,
+        console=console,
+        title=f"sensor: {model.kind} ({model.origin}), update {1e3 * model.period_s:.1f} ms, "
+        f"C = {1e3 * model.lag_s:.1f} ms, coverage {100 * model.coverage:.0f} %",
+        caption=f"start relative to the trace's first reading, t0 = {t0_s!r} s",
+    )
+    extra = (
+        [f"(left out to fit {console.width} columns: {', '.join(dropped)}; --json has every field)"] if dropped else []
+    )
+    return t, [f"[{i + 1}] {n}" for i, n in enumerate(foot)] + extra
 
 
 def register(app: typer.Typer) -> None:

@@ -7,9 +7,10 @@ import time
 from typing import Any
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from archline.cli._common import console, err_console, gpu_indices, handle_errors, print_json
+from archline.cli.tables import Col, fit_table
 from archline.errors import ArchlineError, InputError
 
 __all__ = ["register"]
@@ -101,25 +102,49 @@ def _run_measured_gpus(cmd: list[str], gpus: list[int], *, stdout_to_stderr: boo
     return rc, {"command": cmd, "exit_code": rc, "time_s": wall, "gpus": per, "total": total}
 
 
-def _print_multi(out: dict[str, Any], rc: int) -> None:
-    t = Table(title=" ".join(out["command"]))
-    for c in ("GPU", "energy (J)", "counter (J)", "mean power (W)", "max power (W)"):
-        t.add_column(c)
+def _display(out: dict[str, Any], rc: int) -> None:
+    """One row per GPU as Zeus reports a window (time, energy per GPU), with the NVML counter's figure beside
+    archline's corrected one; a total row when several GPUs were measured."""
 
-    def pm(v: float | None, u: float | None) -> str:
-        return "—" if v is None else (f"{v:.2f}" if u is None else f"{v:.2f} ± {u:.2f}")
+    def num(v: float | None, fmt: str) -> str:
+        return "—" if v is None else format(v, fmt)
 
-    for p in out["gpus"]:
-        mp, xp = p["mean_power_w"], p["max_power_w"]
-        t.add_row(str(p["gpu"]), pm(p["energy_j"], p["energy_uncertainty_j"]),
-                  pm(p["energy_counter_j"], p["energy_counter_uncertainty_j"]),
-                  "—" if mp is None else f"{mp:.1f}", "—" if xp is None else f"{xp:.1f}")  # fmt: skip
-    tot = out["total"]
-    t.add_row("total", pm(tot["energy_j"], tot["energy_uncertainty_j"]),
-              pm(tot["energy_counter_j"], tot["energy_counter_uncertainty_j"]),
-              "—" if tot["mean_power_w"] is None else f"{tot['mean_power_w']:.1f}", "")  # fmt: skip
+    per: list[dict[str, Any]] = out.get("gpus") or [out]
+    rows = [
+        [
+            str(p["gpu"]),
+            f"{out['time_s']:.3f}",
+            num(p["energy_j"], ".2f"),
+            num(p["energy_uncertainty_j"], ".2f"),
+            num(p["energy_counter_j"], ".2f"),
+            num(p["mean_power_w"], ".1f"),
+            num(p["max_power_w"], ".1f"),
+        ]
+        for p in per
+    ]
+    if "total" in out:
+        tot = out["total"]
+        rows.append(
+            ["total", f"{out['time_s']:.3f}", num(tot["energy_j"], ".2f"), num(tot["energy_uncertainty_j"], ".2f"),
+             num(tot["energy_counter_j"], ".2f"), num(tot["mean_power_w"], ".1f"), ""]
+        )  # fmt: skip
+    cols = [
+        Col("GPU", "text"),
+        Col("time (s)"),
+        Col("energy (J)"),
+        Col("± J (1σ)"),
+        Col("NVML counter (J)"),
+        Col("mean power (W)", drop=2),
+        Col("max power (W)", drop=1),
+    ]
+    t, _ = fit_table(cols, rows, console=console, title=escape(" ".join(out["command"])))
     console.print(t)
-    console.print(f"wall time {out['time_s']:.3f} s, exit code {rc}")
+    energies = ", ".join(f"{p['gpu']}: {num(p['energy_j'], '.2f')} J" for p in per)
+    console.print(f"time {out['time_s']:.3f} s, gpu_energy {{{energies}}}, exit code {rc}")
+    console.print(
+        "[dim]energy: archline's, corrected for the power sensor; NVML counter: the board's energy counter "
+        "(nvmlDeviceGetTotalEnergyConsumption, what Zeus and nvidia-smi report) over the same time[/]"
+    )
 
 
 def register(app: typer.Typer) -> None:
@@ -150,28 +175,13 @@ def register(app: typer.Typer) -> None:
             if json_out:
                 print_json(out)
             else:
-                _print_multi(out, rc)
+                _display(out, rc)
             raise typer.Exit(rc)
         rc, out = _run_measured(cmd, gpus[0], stdout_to_stderr=json_out)
         if json_out:
             print_json(out)
         else:
-            t = Table(title=f"GPU {gpus[0]}: {' '.join(cmd)}", show_header=False)
-            t.add_row("wall time", f"{out['time_s']:.3f} s")
-            e, u = out["energy_j"], out["energy_uncertainty_j"]
-            t.add_row(
-                "energy (archline, corrected)",
-                "—" if e is None else (f"{e:.2f} J" if u is None else f"{e:.2f} ± {u:.2f} J"),
-            )
-            c, cu = out["energy_counter_j"], out["energy_counter_uncertainty_j"]
-            if c is not None:
-                t.add_row("energy (NVML energy counter)", f"{c:.2f} ± {cu:.2f} J" if cu is not None else f"{c:.2f} J")
-            mp = out["mean_power_w"]
-            t.add_row("mean power", "—" if mp is None else f"{mp:.1f} W")
-            xp = out["max_power_w"]
-            t.add_row("max power", "—" if xp is None else f"{xp:.1f} W")
-            t.add_row("exit code", str(rc))
-            console.print(t)
+            _display(out, rc)
             err_console.print(f"archline: {out['sensor_model']}", soft_wrap=True)
             degraded = [n for n in out["notes"][1:] if n]
             if degraded or not out["resolvable"]:

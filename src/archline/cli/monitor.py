@@ -11,6 +11,7 @@ from rich.live import Live
 from rich.table import Table
 
 from archline.cli._common import console, gpu_indices, handle_errors
+from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
 __all__ = ["register"]
@@ -24,9 +25,17 @@ def _view(samplers: dict[int, Any], t0: float) -> Table:
     from archline.hw.nvml import decode_throttle
     from archline.measurement.energy import counter_energy_j
 
-    t = Table(title=f"archline monitor — {time.time() - t0:6.1f} s")
-    for col in ("GPU", "buffer W", "instant W", "average W", "energy J", "SM MHz", "°C", "throttle"):
-        t.add_column(col, justify="right")
+    cols = [
+        Col("GPU", "text"),
+        Col("buffer W"),
+        Col("instant W", drop=2),
+        Col("average W", drop=1),
+        Col("energy J"),
+        Col("SM MHz", drop=3),
+        Col("°C", drop=4),
+        Col("throttle", "text"),
+    ]
+    rows = []
     for g, s in samplers.items():
         rec = s.recording()
         en = rec.get("nvml.energy")
@@ -39,17 +48,51 @@ def _view(samplers: dict[int, Any], t0: float) -> Table:
         def f(v: float | None, fmt: str = "{:.1f}") -> str:
             return "—" if v is None else fmt.format(v)
 
-        t.add_row(
-            str(g),
-            f(_latest(rec.get("nvml.buffer"))),
-            f(_latest(rec.get("nvml.instant"))),
-            f(_latest(rec.get("nvml.average"))),
-            f(e, "{:.2f}"),
-            f(_latest(rec.get("nvml.sm_clock")), "{:.0f}"),
-            f(_latest(rec.get("nvml.temperature")), "{:.0f}"),
-            names or "—",
+        rows.append(
+            [
+                str(g),
+                f(_latest(rec.get("nvml.buffer"))),
+                f(_latest(rec.get("nvml.instant"))),
+                f(_latest(rec.get("nvml.average"))),
+                f(e, "{:.2f}"),
+                f(_latest(rec.get("nvml.sm_clock")), "{:.0f}"),
+                f(_latest(rec.get("nvml.temperature")), "{:.0f}"),
+                names or "—",
+            ]
         )
+    t, _ = fit_table(cols, rows, console=console, title=f"archline monitor — {time.time() - t0:6.1f} s")
     return t
+
+
+def _serve_prometheus(gpus: list[int], port: int, bind: str, duration: float) -> None:
+    """Serve the GPUs' telemetry to Prometheus until ``duration`` s have passed (0: until Ctrl-C)."""
+    from archline.hw.nvml import decode_throttle, device_static, open_sources
+    from archline.measurement.exporter import GpuSources, serve
+
+    if not 0 <= port <= 65535:
+        raise InputError(f"--prometheus: {port} is not a TCP port (0–65535; 0 picks a free one)")
+    opened: list[GpuSources] = []
+    try:
+        for g in gpus:
+            uuid = str(device_static(g).get("uuid") or "")
+            opened.append(GpuSources(g, uuid, open_sources(g)))
+        try:
+            server, bound, collector = serve(opened, decode_throttle, port, bind)
+        except OSError as exc:
+            raise InputError(f"--prometheus {port}: cannot listen on {bind}:{port} ({exc.strerror or exc})") from None
+        console.print(f"serving Prometheus metrics of GPU {', '.join(map(str, gpus))} at http://{bind}:{bound}/metrics")
+        try:
+            t0 = time.monotonic()
+            while duration == 0 or time.monotonic() - t0 < duration:
+                time.sleep(min(0.1, duration) if duration else 0.5)
+        finally:
+            server.shutdown()
+        for where, why in collector.errors.items():
+            console.print(f"[dim]note: GPU {where} left out: {why}[/]")
+    finally:
+        for g in opened:
+            for src in g.sources:
+                src.close()
 
 
 def register(app: typer.Typer) -> None:
@@ -63,15 +106,33 @@ def register(app: typer.Typer) -> None:
         output: Path | None = typer.Option(
             None, "-o", "--output", "--out", help="Write the recorded trace (one file per GPU with 'all')."
         ),
+        prometheus: int | None = typer.Option(
+            None,
+            "--prometheus",
+            metavar="PORT",
+            help="Serve per-GPU power, energy, clocks, temperature and throttle reasons to Prometheus on PORT "
+            "(/metrics) instead of the live table.",
+        ),
+        bind: str = typer.Option(
+            "127.0.0.1", "--bind", help="Address the Prometheus exporter listens on (0.0.0.0: every interface)."
+        ),
     ) -> None:
-        """Show live GPU power from every NVML source; optionally record it to a trace file."""
+        """Show live GPU power from every NVML source; record it to a trace file, or serve it to Prometheus."""
         from archline.hw.nvml import open_sources
         from archline.measurement.sampler import Sampler
         from archline.records.traces import write_trace_csv
 
         if duration < 0:
             raise InputError("--duration must be ≥ 0")
+        if prometheus is not None and output is not None:
+            raise InputError("--prometheus serves live values and records nothing: drop -o/--out")
         gpus = gpu_indices(gpu)
+        if prometheus is not None:
+            try:
+                _serve_prometheus(gpus, prometheus, bind, duration)
+            except KeyboardInterrupt:
+                raise typer.Exit(130) from None
+            return
         samplers: dict[int, Sampler] = {}
         recs = {}
         interrupted = False

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
 __all__ = ["register"]
@@ -35,13 +36,13 @@ def _list(json_out: bool) -> None:
         console.print("No shipped recorded runs found.")
         return
     # Names wrap, never get cut; the folder they live in is said once, below (full paths: --json).
-    t = Table(title="Shipped recorded runs")
-    t.add_column("run (give it to archline report)", overflow="fold", ratio=3)
-    t.add_column("kind", overflow="fold", ratio=2)
-    t.add_column("status", overflow="fold", ratio=1)
-    t.add_column("GPU", overflow="fold", ratio=2)
-    for r in runs:
-        t.add_row(r.key, r.kind, r.status, r.gpu_name)
+    cols = [Col("run (give it to archline report)", "name"), Col("kind", "text"), Col("status", "text", drop=1)]
+    t, _ = fit_table(
+        [*cols, Col("GPU", "text", drop=2)],
+        [[escape(r.key), r.kind, r.status, escape(r.gpu_name)] for r in runs],
+        console=console,
+        title="Shipped recorded runs",
+    )
     console.print(t)
     roots = sorted({str(r.path.parents[len(Path(r.key).parts) - 1]) for r in runs})
     console.print(f"under {', '.join(roots)}", soft_wrap=True)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import console, deps, err_console, handle_errors, print_json
+from archline.cli.tables import Col, fit_table
 from archline.core.activity import short_name
 from archline.errors import InputError
 from archline.measurement.attribute.run import DUTY_MODES
@@ -88,50 +89,72 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
     data cannot separate from others.
     """
     conf = round(100 * result.confidence)
-    t = Table(
-        title=f"GPU energy by kernel: {_fmt_e(result.total_energy_j)} in total",
-        caption=f"±: half-width of the {conf} % interval. how: fit = regression over the counter's windows, "
-        "int = power integrated over each call, rest = not explained by the fit; ? = not identifiable",
-        box=box.SIMPLE_HEAD,
-        show_lines=False,
+    title = f"GPU energy by kernel: {_fmt_e(result.total_energy_j)} in total"
+    caption = (
+        f"±: half-width of the {conf} % interval. how: fit = regression over the counter's windows, "
+        "int = power integrated over each call, rest = not explained by the fit; ? = not identifiable"
     )
-    t.add_column("kernel", overflow="fold", min_width=12, ratio=3)
-    t.add_column("calls", justify="right")
-    t.add_column("time", justify="right")
-    t.add_column("mean", justify="right")
-    t.add_column("energy", justify="right", no_wrap=True)
-    t.add_column("share", justify="right")
-    t.add_column("power", justify="right")
-    t.add_column("how", no_wrap=True)
+    cols = [
+        Col("kernel", "name"),
+        Col("calls", drop=2),
+        Col("time", drop=3),
+        Col("mean", drop=4),
+        Col("energy"),
+        Col("share"),
+        Col("power", drop=1),
+        Col("how", "text"),
+    ]
+    rows: list[list[str]] = []
+    styles: list[str | None] = []
     kernels = list(result.kernels)
     shown, rest = kernels[:top], kernels[top:]
 
     def add(r: KernelRow, name: str, style: str | None = None) -> None:
         half = 0.5 * (r.energy_hi_j - r.energy_lo_j) if r.kind not in ("residual", "untraced") else None
-        energy = _fmt_e(r.energy_j, half)
-        t.add_row(
-            name.replace("[", r"\["),
-            str(r.calls) if r.calls else "",
-            _fmt_t(r.time_s) if r.time_s else "",
-            _fmt_t(r.mean_time_s) if r.calls and r.time_s else "",
-            energy,
-            f"{100 * r.share:.1f}%",
-            f"{r.mean_power_w:.0f} W" if math.isfinite(r.mean_power_w) else "",
-            _METHOD_SHORT.get(r.method, r.method) + ("" if r.identifiable else " ?"),
-            style=style,
+        rows.append(
+            [
+                name.replace("[", r"\["),
+                str(r.calls) if r.calls else "",
+                _fmt_t(r.time_s) if r.time_s else "",
+                _fmt_t(r.mean_time_s) if r.calls and r.time_s else "",
+                _fmt_e(r.energy_j, half),
+                f"{100 * r.share:.1f}%",
+                f"{r.mean_power_w:.0f} W" if math.isfinite(r.mean_power_w) else "",
+                _METHOD_SHORT.get(r.method, r.method) + ("" if r.identifiable else " ?"),
+            ]
         )
+        styles.append(style)
 
     for r in shown:
         add(r, short_name(r.name, 80))
     if rest:
         e = sum(r.energy_j for r in rest)
-        t.add_row(
-            f"… {len(rest)} more kernels", str(sum(r.calls for r in rest)), _fmt_t(sum(r.time_s for r in rest)),
-            "", _fmt_e(e), _share(e, result.total_energy_j), "", "", style="dim",
-        )  # fmt: skip
-    t.add_section()
+        rows.append(
+            [
+                f"… {len(rest)} more kernels",
+                str(sum(r.calls for r in rest)),
+                _fmt_t(sum(r.time_s for r in rest)),
+                "",
+                _fmt_e(e),
+                _share(e, result.total_energy_j),
+                "",
+                "",
+            ]
+        )
+        styles.append("dim")
+    last_kernel = len(rows) - 1
     for r in result.unattributed:
         add(r, r.name, style="dim")
+    t, _ = fit_table(
+        cols,
+        rows,
+        console=console,
+        title=title,
+        caption=caption,
+        styles=styles,
+        section_ends={last_kernel},
+        box=box.SIMPLE_HEAD,
+    )
     return t
 
 
