@@ -11,7 +11,15 @@ from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from archline.errors import ArchlineError, InputError
 from archline.records import to_jsonable
@@ -27,6 +35,7 @@ __all__ = [
     "parse_gpus",
     "print_json",
     "progress_bar",
+    "read_progress_bar",
 ]
 
 # Messages are not hard-wrapped at the console's width (80 in a pipe): the terminal wraps them where it wraps.
@@ -98,6 +107,18 @@ def progress_bar() -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    )
+
+
+def read_progress_bar() -> Progress:
+    """The progress bar of a long file read: bytes read of the file's size, time left (on stderr, transient)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
         console=err_console,
         transient=True,
     )

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.cli._common import console, err_console, handle_errors, print_json, read_progress_bar
 from archline.cli.tables import Col, fit_table
 from archline.core.readings import Readings
 from archline.core.recording import Region
@@ -19,7 +19,11 @@ from archline.errors import InputError, ModelFileError, TraceError
 __all__ = ["load_trace", "register", "resolve_model"]
 
 
-def load_trace(trace: Path, source: str | None) -> tuple[Readings, tuple[Region, ...]]:
+#: Files from this size on show a progress bar while they are read (~1 s of CSV).
+_PROGRESS_BYTES = 64 << 20
+
+
+def load_trace(trace: Path, source: str | None, profile: Path | None = None) -> tuple[Readings, tuple[Region, ...]]:
     """A power series from a CSV trace, or one source of an archline recording (.npz) with its regions."""
     from archline.records.traces import load_recording, read_trace_csv
 
@@ -39,9 +43,31 @@ def load_trace(trace: Path, source: str | None) -> tuple[Readings, tuple[Region,
         if len(r) < 2:
             raise TraceError(trace, f"source {name!r} has fewer than 2 readings")
         return r, rec.regions
-    if source is not None:
-        raise InputError("--source applies to .npz recordings only")
-    return read_trace_csv(trace), ()
+    if source is not None and profile is None:
+        raise InputError("--source applies to .npz recordings, or picks the profile of a --profile file")
+    if not trace.is_file() or trace.stat().st_size < _PROGRESS_BYTES:
+        return read_trace_csv(trace), ()
+    with read_progress_bar() as bar:
+        task = bar.add_task(f"reading {trace.name}", total=trace.stat().st_size)
+        return read_trace_csv(trace, progress=lambda done, total: bar.update(task, completed=done)), ()
+
+
+def _profile_entries(d: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(source, profile) pairs of a profile file: one profile, ``{"profile": ...}``, a calibration run's
+    ``{"profiles": {source: profile}}``, or ``{"profiles": {driver: {source: profile}}}``."""
+    if isinstance(d, dict) and isinstance(d.get("profile"), dict):
+        d = d["profile"]
+    if not (isinstance(d, dict) and isinstance(d.get("profiles"), dict)):
+        return [(str(d.get("source", "")), d)] if isinstance(d, dict) else []
+    out: list[tuple[str, dict[str, Any]]] = []
+    for key, v in d["profiles"].items():
+        if not isinstance(v, dict):
+            continue
+        if "model" in v or "source" in v:  # keyed by source
+            out.append((str(v.get("source", key)), v))
+        else:  # keyed by driver, then source
+            out += [(str(e.get("source", src)), e) for src, e in v.items() if isinstance(e, dict)]
+    return out
 
 
 def _profile_model(path: Path, source: str | None) -> Any:
@@ -53,18 +79,19 @@ def _profile_model(path: Path, source: str | None) -> Any:
         raise ModelFileError(f"{path}: file not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelFileError(f"{path}: not a JSON file ({exc})") from None
-    if isinstance(d, dict) and isinstance(d.get("profile"), dict):
-        d = d["profile"]
-    if isinstance(d, dict) and isinstance(d.get("profiles"), dict):
-        entries = [(drv, src, e) for drv, by in d["profiles"].items() for src, e in by.items()]
-        if source is not None:
-            entries = [x for x in entries if x[1] == source]
-        if len(entries) != 1:
-            raise ModelFileError(f"{path}: holds {len(entries)} matching profiles; pick one with --source")
-        d = entries[0][2]
-    if not isinstance(d, dict):
+    entries = _profile_entries(d)
+    if not entries:
         raise ModelFileError(f"{path}: not a sensor profile")
-    return SensorProfile.from_json(d, where=str(path)).model
+    if len(entries) > 1:
+        names = ", ".join(sorted({src for src, _ in entries}))
+        picked = [e for e in entries if e[0] == source]
+        if not picked:
+            why = f"none for source {source!r}" if source else "pick one with --source"
+            raise ModelFileError(f"{path}: holds profiles of {len(entries)} sources ({names}): {why}")
+        if len(picked) > 1:
+            raise ModelFileError(f"{path}: holds {len(picked)} profiles of source {source!r} (several drivers)")
+        entries = picked
+    return SensorProfile.from_json(entries[0][1], where=str(path)).model
 
 
 #: Burtscher's K20 has C = 0.84 s; a lag beyond 10 s would smear every kernel into the next minute.
@@ -86,7 +113,8 @@ def resolve_model(r: Readings, sensor: str, capacitance: float | None, profile: 
     from archline.measurement.sensor_model import infer_model, parse_kind
 
     if profile is not None:
-        model = _profile_model(profile, source)
+        # A recording's source picks its profile from a calibration run's file (profiles of several sources).
+        model = _profile_model(profile, source or (r.source if not r.source.startswith("trace:") else None))
         if sensor != "auto":
             model = model.with_(kind=parse_kind(sensor), origin="override")
         if capacitance is not None:
@@ -164,7 +192,11 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def analyze(
         trace: Annotated[
-            Path, typer.Argument(help="Power trace: CSV with time_s,power_w, or an archline .npz recording.")
+            Path,
+            typer.Argument(
+                help="Power trace with columns time_s,power_w: CSV (plain or .csv.gz), Parquet or Arrow/Feather; "
+                "or an archline .npz recording."
+            ),
         ],
         windows: Annotated[
             Path | None,
@@ -181,7 +213,12 @@ def register(app: typer.Typer) -> None:
             float | None, typer.Option("--capacitance", help="Lag constant C in s (lagged sensors).")
         ] = None,
         profile: Annotated[
-            Path | None, typer.Option("--profile", help="Sensor profile JSON from 'archline sensor fit'.")
+            Path | None,
+            typer.Option(
+                "--profile",
+                help="Sensor profile JSON: from 'archline sensor fit', or a calibration run's profiles.json "
+                "(the recording's source, or --source, picks the profile).",
+            ),
         ] = None,
         source: Annotated[
             str | None, typer.Option("--source", help="Source in an .npz recording (default nvml.buffer).")
@@ -199,7 +236,7 @@ def register(app: typer.Typer) -> None:
             raise InputError("--max-rel-uncertainty must be positive")
         if capacitance is not None:  # also with --profile, which skips the model's check
             check_capacitance(capacitance)
-        r, regions = load_trace(trace, source)
+        r, regions = load_trace(trace, source, profile)
         if windows is not None:
             wins = read_windows_csv(windows)
             where: Path = windows

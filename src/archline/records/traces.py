@@ -6,7 +6,7 @@ import json
 import os
 import warnings
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -163,25 +163,53 @@ def _read_columns(path: Path, wanted: Sequence[Sequence[str]], min_rows: int = 1
     return [arr[:, i].copy() for i in range(len(cols))], hline
 
 
-def read_trace_csv(path: str | os.PathLike[str], source: str | None = None) -> Readings:
-    """A power trace from an external meter: CSV with a header naming ``time_s`` and
-    ``power_w`` (other columns ignored; lines starting with '#' are comments).
+def read_trace_csv(
+    path: str | os.PathLike[str], source: str | None = None, progress: Callable[[int, int], None] | None = None
+) -> Readings:
+    """A power trace from an external meter: CSV (plain or gzip), Parquet or Arrow with columns ``time_s`` and
+    ``power_w`` (others ignored; in CSV, lines starting with '#' before the header are comments).
 
+    Read in chunks with pyarrow (records.trace_files); ``progress(done_bytes, total_bytes)`` follows the read.
     Times must be non-decreasing seconds on the same clock as the windows; raises
     :class:`~archline.errors.TraceError` naming the file and line otherwise.
     """
+    from archline.records.trace_files import read_columns, trace_format
+
     p = Path(path)
-    (t, w), hline = _read_columns(p, (_TIME_COLS, _POWER_COLS), min_rows=2)
+    plain_csv = trace_format(p) == "csv" and p.suffix.lower() == ".csv"
+    try:
+        t, w = read_columns(p, ("time_s", "power_w"), progress)
+        bad = ~(np.isfinite(t) & np.isfinite(w))
+        if bad.any() or t.size < 2:
+            raise TraceError(p, _bad_rows(t, w, bad))
+    except TraceError:
+        if not plain_csv:
+            raise
+        # numpy's reader names the line of a plain CSV's first bad cell (the slow path, on failure only).
+        (t, w), hline = _read_columns(p, (_TIME_COLS, _POWER_COLS), min_rows=2)
     back = np.diff(t) < 0
     if back.any():
         k = int(np.argmax(back)) + 1
-        text = _open_text(p)
-        _, _, start = _header(p, text)
-        line = int(_data_line_numbers(text, start, hline)[k])
+        line = None
+        if plain_csv:
+            text = _open_text(p)
+            _, hline, start = _header(p, text)
+            line = int(_data_line_numbers(text, start, hline)[k])
         raise TraceError(
-            p, f"time goes backwards ({float(t[k])!r} s after {float(t[k - 1])!r} s): the trace must be sorted", line
+            p,
+            f"time goes backwards ({float(t[k])!r} s after {float(t[k - 1])!r} s, row {k + 1}): the trace must be "
+            "sorted",
+            line,
         )
     return Readings(source or f"trace:{p.name}", "power", t, w, {"path": str(p), "warnings": _suspicious(p, t, w)})
+
+
+def _bad_rows(t: F64, w: F64, bad: NDArray[np.bool_]) -> str:
+    if t.size < 2:
+        return "no data rows after the header" if t.size == 0 else "only 1 data row(s): need at least 2"
+    k = int(np.argmax(bad))
+    col = "time_s" if not np.isfinite(t[k]) else "power_w"
+    return f"data row {k + 1}: {col} is empty or not a finite number"
 
 
 #: No meter of one board or node reads this much (W); a value beyond it is a unit or parsing error.
