@@ -23,7 +23,13 @@ __all__ = ["load_trace", "register", "resolve_model"]
 _PROGRESS_BYTES = 64 << 20
 
 
-def load_trace(trace: Path, source: str | None, profile: Path | None = None) -> tuple[Readings, tuple[Region, ...]]:
+#: Rows analysed at most by default: a denser trace is averaged in bins while it is read (energy conserved).
+MAX_ROWS = 200_000
+
+
+def load_trace(
+    trace: Path, source: str | None, profile: Path | None = None, max_rows: int | None = MAX_ROWS
+) -> tuple[Readings, tuple[Region, ...]]:
     """A power series from a CSV trace, or one source of an archline recording (.npz) with its regions."""
     from archline.records.traces import load_recording, read_trace_csv
 
@@ -46,10 +52,11 @@ def load_trace(trace: Path, source: str | None, profile: Path | None = None) -> 
     if source is not None and profile is None:
         raise InputError("--source applies to .npz recordings, or picks the profile of a --profile file")
     if not trace.is_file() or trace.stat().st_size < _PROGRESS_BYTES:
-        return read_trace_csv(trace), ()
+        return read_trace_csv(trace, max_rows=max_rows), ()
     with read_progress_bar() as bar:
         task = bar.add_task(f"reading {trace.name}", total=trace.stat().st_size)
-        return read_trace_csv(trace, progress=lambda done, total: bar.update(task, completed=done)), ()
+        r = read_trace_csv(trace, progress=lambda done, total: bar.update(task, completed=done), max_rows=max_rows)
+    return r, ()
 
 
 def _profile_entries(d: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -226,6 +233,14 @@ def register(app: typer.Typer) -> None:
         max_rel: Annotated[
             float, typer.Option("--max-rel-uncertainty", help="Above this 1σ/energy a window is unresolvable.")
         ] = 0.2,
+        max_rows: Annotated[
+            int,
+            typer.Option(
+                "--max-rows",
+                help="Analyse at most this many rows: a denser trace is averaged in bins of k rows as it is read "
+                "(energy is conserved; edges are timed to the bin). 0: every row.",
+            ),
+        ] = MAX_ROWS,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     ) -> None:
         """Energy of each window with a 1σ uncertainty, after correcting for the sensor's behaviour."""
@@ -236,7 +251,16 @@ def register(app: typer.Typer) -> None:
             raise InputError("--max-rel-uncertainty must be positive")
         if capacitance is not None:  # also with --profile, which skips the model's check
             check_capacitance(capacitance)
-        r, regions = load_trace(trace, source, profile)
+        if max_rows < 0:
+            raise InputError("--max-rows must be ≥ 0 (0: every row)")
+        r, regions = load_trace(trace, source, profile, max_rows or None)
+        k = int(r.meta.get("bin_rows", 1))
+        if k > 1:
+            err_console.print(
+                f"archline: note: {trace.name} has about {k * len(r):,} rows: analysed as {len(r):,} means of {k} "
+                "rows each (energy conserved); --max-rows 0 analyses every row",
+                soft_wrap=True,
+            )
         if windows is not None:
             wins = read_windows_csv(windows)
             where: Path = windows
@@ -261,7 +285,7 @@ def register(app: typer.Typer) -> None:
             "resolvable",
         )
         rows = [{k: w.to_json()[k] for k in keys} for w in res]
-        sensor_json = {"source": r.source, **model.to_json(), **_levels(r, model, wins)}
+        sensor_json = {"source": r.source, "bin_rows": k, **model.to_json(), **_levels(r, model, wins)}
         if as_json:
             print_json({"sensor": sensor_json, "windows": rows})
             return

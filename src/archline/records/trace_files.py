@@ -144,10 +144,64 @@ def _arrow_batches(path: Path, wanted: tuple[str, ...]) -> Iterator[tuple[Any, i
         yield batch.select(cols), int(source.tell())
 
 
+def _halve(t: _Growing, w: _Growing) -> None:
+    """Merge stored bins in pairs (time: the later stamp; power: the mean); an odd last bin stays as it is."""
+    m = (t.n // 2) * 2
+    tt, ww = t.buf[: t.n], w.buf[: w.n]
+    t_new = np.concatenate([tt[1:m:2], tt[m:]])
+    w_new = np.concatenate([0.5 * (ww[0:m:2] + ww[1:m:2]), ww[m:]])
+    t.n, w.n = t_new.size, w_new.size
+    t.buf[: t.n], w.buf[: w.n] = t_new, w_new
+
+
+class _Binner:
+    """Averages consecutive rows in bins of ``k`` as they stream by (the last row's time stamps the bin). When
+    the stored bins pass ``max_rows``, they are merged in pairs and ``k`` doubles: memory stays bounded and the
+    whole trace ends as max_rows/2 to max_rows bins. For a meter whose rows each average the power since the
+    previous row, a bin's mean is the mean power over the bin: energy is conserved."""
+
+    def __init__(self, max_rows: int) -> None:
+        self.k = 1
+        self.max_rows = max_rows
+        self.carry: tuple[F64, F64] | None = None
+
+    def feed(self, t: F64, w: F64, out: tuple[_Growing, _Growing]) -> None:
+        if self.carry is not None:
+            t, w = np.concatenate([self.carry[0], t]), np.concatenate([self.carry[1], w])
+            self.carry = None
+        k = self.k
+        m = (t.size // k) * k
+        if m < t.size:
+            self.carry = (t[m:].copy(), w[m:].copy())
+        bt, bw = (t[:m], w[:m]) if k == 1 else (t[k - 1 : m : k], w[:m].reshape(-1, k).mean(axis=1))
+        while out[0].n + bt.size > self.max_rows and out[0].n >= 2:
+            _halve(*out)
+            self.k *= 2
+            if bt.size >= 2:  # the batch at hand joins at the new bin size
+                mm = (bt.size // 2) * 2
+                bt, bw = (
+                    np.concatenate([bt[1:mm:2], bt[mm:]]),
+                    np.concatenate([0.5 * (bw[0:mm:2] + bw[1:mm:2]), bw[mm:]]),
+                )
+        for col, arr in zip(out, (bt, bw), strict=True):
+            col.add(arr)
+
+    def finish(self, out: tuple[_Growing, _Growing]) -> None:
+        if self.carry is not None and self.carry[0].size:
+            out[0].add(self.carry[0][-1:])
+            out[1].add(np.array([self.carry[1].mean()]))
+        self.carry = None
+
+
 def read_columns(
-    path: str | os.PathLike[str], wanted: tuple[str, ...] = ("time_s", "power_w"), progress: Progress | None = None
-) -> list[F64]:
-    """The ``wanted`` columns of a trace file as float64 arrays, read in chunks.
+    path: str | os.PathLike[str],
+    wanted: tuple[str, ...] = ("time_s", "power_w"),
+    progress: Progress | None = None,
+    *,
+    max_rows: int | None = None,
+) -> tuple[list[F64], int]:
+    """The ``wanted`` columns (time first, then power) of a trace file as float64 arrays, read in chunks; and the
+    bin size: with ``max_rows``, a longer trace is averaged in bins of k rows as it streams (k = 1: as read).
 
     Raises :class:`TraceError` naming the file (and pyarrow's reason) when it cannot be read.
     """
@@ -160,15 +214,25 @@ def read_columns(
     total = p.stat().st_size
     batches = {"csv": _csv_batches, "parquet": _parquet_batches, "arrow": _arrow_batches}[fmt](p, wanted)
     cols = [_Growing() for _ in wanted]
+    binner = _Binner(max_rows) if max_rows is not None and len(wanted) == 2 else None
     try:
         for batch, done in batches:
+            arrays = [
+                np.asarray(a.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64) for a in batch.columns
+            ]
             if cols[0].n == 0 and done > 0:  # rows in the file, from the first batch's bytes per row
+                rows = int(batch.num_rows * total / done * 1.03) + 16
                 for col in cols:
-                    col.reserve(int(batch.num_rows * total / done * 1.03) + 16)
-            for col, arr in zip(cols, batch.columns, strict=True):
-                col.add(np.asarray(arr.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64))
+                    col.reserve(min(rows, max_rows + 16) if max_rows is not None else rows)
+            if binner is not None:
+                binner.feed(arrays[0], arrays[1], (cols[0], cols[1]))
+            else:
+                for col, arr in zip(cols, arrays, strict=True):
+                    col.add(arr)
             if progress is not None:
                 progress(min(done, total), total)
+        if binner is not None:
+            binner.finish((cols[0], cols[1]))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError, EOFError) as exc:
         raise TraceError(p, f"cannot be read as {fmt}: {str(exc).splitlines()[0]}") from None
-    return [c.done() for c in cols]
+    return [c.done() for c in cols], (binner.k if binner is not None else 1)

@@ -164,12 +164,17 @@ def _read_columns(path: Path, wanted: Sequence[Sequence[str]], min_rows: int = 1
 
 
 def read_trace_csv(
-    path: str | os.PathLike[str], source: str | None = None, progress: Callable[[int, int], None] | None = None
+    path: str | os.PathLike[str],
+    source: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    max_rows: int | None = None,
 ) -> Readings:
     """A power trace from an external meter: CSV (plain or gzip), Parquet or Arrow with columns ``time_s`` and
     ``power_w`` (others ignored; in CSV, lines starting with '#' before the header are comments).
 
     Read in chunks with pyarrow (records.trace_files); ``progress(done_bytes, total_bytes)`` follows the read.
+    With ``max_rows``, a longer trace is averaged in bins of k rows while it is read (meta ``bin_rows`` = k).
     Times must be non-decreasing seconds on the same clock as the windows; raises
     :class:`~archline.errors.TraceError` naming the file and line otherwise.
     """
@@ -177,8 +182,9 @@ def read_trace_csv(
 
     p = Path(path)
     plain_csv = trace_format(p) == "csv" and p.suffix.lower() == ".csv"
+    k = 1
     try:
-        t, w = read_columns(p, ("time_s", "power_w"), progress)
+        (t, w), k = read_columns(p, ("time_s", "power_w"), progress, max_rows=max_rows)
         bad = ~(np.isfinite(t) & np.isfinite(w))
         if bad.any() or t.size < 2:
             raise TraceError(p, _bad_rows(t, w, bad))
@@ -201,7 +207,8 @@ def read_trace_csv(
             "sorted",
             line,
         )
-    return Readings(source or f"trace:{p.name}", "power", t, w, {"path": str(p), "warnings": _suspicious(p, t, w)})
+    meta = {"path": str(p), "warnings": _suspicious(p, t, w), "bin_rows": k}
+    return Readings(source or f"trace:{p.name}", "power", t, w, meta)
 
 
 def _bad_rows(t: F64, w: F64, bad: NDArray[np.bool_]) -> str:
