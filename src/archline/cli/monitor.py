@@ -90,8 +90,8 @@ def _serve_prometheus(gpus: list[int], port: int, bind: str, duration: float) ->
         for where, why in collector.errors.items():
             console.print(f"[dim]note: GPU {where} left out: {why}[/]")
     finally:
-        for g in opened:
-            for src in g.sources:
+        for gs in opened:
+            for src in gs.sources:
                 src.close()
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
+from archline.core.frames import Tabular, dataclass_rows
 from archline.core.readings import Clock, PowerSource, SystemClock
 from archline.core.recording import Recording, Region
 from archline.errors import ArchlineError
@@ -62,7 +63,7 @@ class RegionEnergy:
 
 
 @dataclass
-class Measurement(contextlib.ContextDecorator):
+class Measurement(contextlib.ContextDecorator, Tabular):
     """Measure the GPU energy of a block of code, and of named regions inside it.
 
     >>> with archline.measure(gpu=0) as m:          # doctest: +SKIP
@@ -165,6 +166,14 @@ class Measurement(contextlib.ContextDecorator):
             raise RuntimeError("the measurement has not finished yet")
         return self._total
 
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The whole block, then each region: J, W, s (``.to_pandas()``, Jupyter's display)."""
+        items = ([self._total] if self._total is not None else []) + list(self.regions.values())
+        return [{**r, "duration_s": x.duration_s} for r, x in zip(dataclass_rows(items), items, strict=True)]
+
+    def table_title(self) -> str:
+        return f"GPU {self.gpu}: energy of the block and its regions"
+
     @property
     def total(self) -> RegionEnergy:
         """The whole block as a region (span, energy, mean and maximum power)."""
@@ -214,7 +223,7 @@ def measure(gpu: int | Sequence[int] = 0, **kwargs: Any) -> Measurement | MultiM
 
 
 @dataclass(frozen=True)
-class CallableEnergy:
+class CallableEnergy(Tabular):
     """The energy of one call of a function, from many phase-shifted repetitions of it.
 
     ``energy_j`` (J, 1 σ in ``energy_uncertainty_j``) is one call's board energy;
@@ -235,6 +244,9 @@ class CallableEnergy:
     sensor_model: str
     note: str = ""
     trace: Recording | None = field(default=None, repr=False, compare=False)
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        return dataclass_rows([self])
 
 
 def _time_one_call(fn: Callable[[], Any], sync: Callable[[], None], clock: Clock) -> float:

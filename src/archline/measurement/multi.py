@@ -7,6 +7,8 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
+from archline.core.frames import Tabular
+
 
 class Measurement(Protocol):
     """What a per-GPU measurement offers (archline.measurement.api.Measurement)."""
@@ -29,7 +31,7 @@ class Measurement(Protocol):
 __all__ = ["Measurement", "MultiMeasurement"]
 
 
-class MultiMeasurement(contextlib.ContextDecorator):
+class MultiMeasurement(contextlib.ContextDecorator, Tabular):
     """``with archline.measure(gpu=[0, 1]) as m``: ``m.per_gpu[i]`` is GPU i's :class:`Measurement`.
 
     Each GPU is sampled by its own thread over the same span; ``energy_j`` is their sum, with the
@@ -40,6 +42,19 @@ class MultiMeasurement(contextlib.ContextDecorator):
         if not gpus:
             raise ValueError("measure(gpu=[...]) needs at least one GPU")
         self.per_gpu: dict[int, Measurement] = {g: make(g) for g in gpus}
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """One row per GPU: energy (J) with its 1 σ, mean power (W)."""
+        return [
+            {
+                "gpu": g,
+                "energy_j": m.energy_j,
+                "energy_uncertainty_j": m.energy_uncertainty_j,
+                "mean_power_w": m.mean_power_w,
+                "resolvable": m.resolvable,
+            }
+            for g, m in self.per_gpu.items()
+        ]
 
     def __enter__(self) -> MultiMeasurement:
         entered: list[Measurement] = []

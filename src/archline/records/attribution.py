@@ -13,6 +13,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from archline.core.activity import ActivityRecord
+from archline.core.frames import Tabular, dataclass_rows
 from archline.errors import RunDirError
 from archline.records import to_jsonable, write_csv, write_json
 
@@ -141,8 +142,8 @@ class LongCall:
     energy_j: float
 
 
-class KernelTable(Sequence[KernelRow]):
-    """The per-kernel rows, largest energy first; index by position or by name."""
+class KernelTable(Sequence[KernelRow], Tabular):
+    """The per-kernel rows, largest energy first; index by position or by name; ``.to_pandas()``."""
 
     def __init__(self, rows: Sequence[KernelRow]) -> None:
         self._rows = tuple(rows)
@@ -189,6 +190,12 @@ class KernelTable(Sequence[KernelRow]):
             )
         return "\n".join(lines)
 
+    def table_rows(self) -> list[dict[str, Any]]:
+        return dataclass_rows(self._rows)
+
+    def table_title(self) -> str:
+        return f"{len(self)} rows, {self.energy_j:.4g} J"
+
     def __repr__(self) -> str:
         return f"KernelTable({len(self)} rows, {self.energy_j:.4g} J)"
 
@@ -197,7 +204,7 @@ _ACTIVITY_KINDS = ("kernel", "memcpy", "memset", "program")
 
 
 @dataclass(frozen=True)
-class AttributionResult:
+class AttributionResult(Tabular):
     """Energy of a recorded span split into per-kernel rows plus unattributed rows.
 
     The rows add up to ``total_energy_j`` exactly (the ``residual`` row holds what the fit
@@ -229,6 +236,13 @@ class AttributionResult:
     schema: str = ATTRIBUTION_SCHEMA
     schema_version: int = ATTRIBUTION_SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """Every row (kernels, then the unattributed parts) for ``to_pandas()`` and Jupyter."""
+        return dataclass_rows(self.rows)
+
+    def table_title(self) -> str:
+        return f"GPU energy by kernel: {self.total_energy_j:.4g} J in total"
 
     @property
     def kernels(self) -> KernelTable:

@@ -7,8 +7,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from archline.core.frames import Tabular
 from archline.errors import RunDirError
 
 __all__ = ["ColType", "CsvRow", "CsvTable", "load_csv"]
@@ -59,10 +60,18 @@ class CsvRow:
 
 
 @dataclass(frozen=True)
-class CsvTable:
+class CsvTable(Tabular):
+    """A result table read from a run directory; ``.to_pandas()`` gives its typed columns."""
+
     path: Path
     columns: tuple[str, ...]
     rows: tuple[CsvRow, ...]
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        return [{c: r.values.get(c) for c in self.columns} for r in self.rows]
+
+    def table_title(self) -> str:
+        return str(self.path)
 
 
 def _convert(path: Path, line: int, col: str, kind: ColType, s: str) -> Value:

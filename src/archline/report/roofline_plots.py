@@ -140,8 +140,8 @@ def roofline_chart(model: RooflineModel, rows: Sequence[SweepRow]) -> dict[str, 
         tflops = 1e-12 / p.tau_flop_s
         gflop_j = 1e-9 / p.eps_hat_flop_j
         curves = {
-            "roofline (TFLOP/s)": list(zip(x.tolist(), (roofline(x, p) * tflops).tolist(), strict=True)),
-            "arch line (GFLOP/J)": list(zip(x.tolist(), (arch_line(x, p) * gflop_j).tolist(), strict=True)),
+            "roofline (TFLOP/s)": list(zip(x.tolist(), (np.asarray(roofline(x, p)) * tflops).tolist(), strict=True)),
+            "arch line (GFLOP/J)": list(zip(x.tolist(), (np.asarray(arch_line(x, p)) * gflop_j).tolist(), strict=True)),
         }
         points = {
             "measured TFLOP/s": [(r.measured_intensity, r.flops / r.time_s * 1e-12) for r in pts],

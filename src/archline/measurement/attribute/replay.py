@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from archline.core.frames import Tabular
 from archline.core.readings import Clock
 from archline.hw.graph import GraphNode
 
@@ -79,7 +80,7 @@ class ReplayRow:
 
 
 @dataclass
-class ReplayResult:
+class ReplayResult(Tabular):
     """The whole step and its top groups; ``sum_*`` adds the isolated energies (top groups + the rest)."""
 
     step_energy_j: float
@@ -88,6 +89,13 @@ class ReplayResult:
     rows: list[ReplayRow] = field(default_factory=list)
     groups: int = 0
     notes: list[str] = field(default_factory=list)
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """Each group's isolated energy (J, 1 σ), time (s) and marginal energy, for ``.to_pandas()``."""
+        return [r.to_row() for r in self.rows]
+
+    def table_title(self) -> str:
+        return f"one step: {self.step_energy_j:.4g} ± {self.step_sigma_j:.2g} J"
 
     @property
     def kernels(self) -> list[ReplayRow]:
