@@ -155,7 +155,9 @@ def sweep_rows() -> list[dict[str, Any]]:
             t = 0.01 * (i + 1)
             p = 300.0 + 20.0 * i
             nbytes = 1e9 * (i + 1) if group == "memory" else 0.0
-            row = _base(name, group, unit, t, p, 1e9, nbytes)
+            # As shipped runs name them: one benchmark per block size (so a text sort would misorder them).
+            point = f"{name}.{int(v)}" if var == "block" else name
+            row = _base(point, group, unit, t, p, 1e9, nbytes)
             row.update(sweep_var=var, sweep_value=v, ops_per_clk_per_sm=10.0 * (i + 1))
             rows.append(row)
     return rows

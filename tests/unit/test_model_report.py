@@ -10,6 +10,7 @@ import pytest
 from archline.errors import RunDirError
 from archline.model.build import MODEL_FILE, fit_run_dir
 from archline.model.reference import GTX_580
+from archline.report.interactive import charts_available
 from archline.report.roofline import HTML_NAME, MARKDOWN_NAME, POWER_PLOT, ROOFLINE_PLOT, render_roofline
 from tests.helpers.roofline_synth import H100_LIKE, write_run_dir
 
@@ -59,8 +60,15 @@ def test_html_fragment_is_a_section_with_escaped_tables(run: Path, tmp_path: Pat
     assert html.startswith('<section class="archline-roofline">')
     assert html.rstrip().endswith("</section>")
     assert html.count("<table>") == html.count("</table>") >= 5
-    assert f'<img src="{POWER_PLOT}"' in html
+    # Self-contained: the power line embedded, the roofline an interactive chart (or its PNG without vl-convert).
+    assert html.count('<img src="data:image/png;base64,') == (1 if charts_available() else 2)
+    assert html.count('class="vl-chart"') == (1 if charts_available() else 0)
     assert "B̂_ε" in html
+
+
+def test_standalone_roofline_page_is_styled(run: Path, tmp_path: Path) -> None:
+    page = (render_roofline(run, tmp_path).html_path).read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "max-width:1200px" in page
 
 
 def test_renders_without_a_model_file_by_fitting_in_memory(tmp_path: Path) -> None:

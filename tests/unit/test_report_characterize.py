@@ -10,6 +10,7 @@ import pytest
 from archline.records import RunDir
 from archline.report.characterize import render
 from archline.report.classes import arith_class
+from archline.report.interactive import charts_available
 from archline.report.registry import RenderedReport
 from tests.helpers.mdtables import MdTable, md_tables
 from tests.helpers.rundirs import SyntheticRun, make_characterize_run
@@ -160,8 +161,25 @@ def test_plots_are_written_and_embedded(complete: tuple[SyntheticRun, RenderedRe
         assert data.startswith(PNG) and len(data) > 5000
         assert f"(plots/{p.name})" in md
     html = rep.html.read_text(encoding="utf-8") if rep.html else ""
-    assert html.count("data:image/png;base64,") == len(pngs)
-    assert "<script" not in html
+    sweeps = [p for p in pngs if p.name.startswith("sweep_")]
+    if charts_available():  # each sweep is an interactive chart (its data inline), the spec chart a PNG
+        assert html.count('class="vl-chart"') == len(sweeps)
+        assert html.count("data:image/png;base64,") == len(pngs) - len(sweeps)
+        assert "http://" not in html.replace("http://www.w3.org", "") and "https://cdn" not in html
+    else:  # no vl-convert-python: every plot is an embedded PNG, no script
+        assert html.count("data:image/png;base64,") == len(pngs)
+        assert "<script" not in html
+
+
+def test_sweeps_sort_numerically_and_plot_throughput(
+    complete: tuple[SyntheticRun, RenderedReport, str, dict[str, MdTable]],
+) -> None:
+    md = complete[2]
+    block = md[md.index("threads per block") :]
+    rows = [ln.split("|")[1].strip() for ln in block.splitlines() if ln.startswith("| ") and "occupancy." in ln]
+    values = [float(v) for v in rows]
+    assert values == sorted(values) and len(values) >= 2
+    assert "throughput, average power and energy per launch" in md
 
 
 def test_no_placeholder_numbers_leak(complete: tuple[SyntheticRun, RenderedReport, str, dict[str, MdTable]]) -> None:
