@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import console, err_console, gpu_indices, handle_errors, progress_bar
 from archline.cli.multi_gpu import fan_out
+from archline.cli.tables import Col, fit_table
 from archline.core.kernel import KernelSpec
 from archline.errors import GPUUnavailableError, InputError
 
@@ -52,22 +54,24 @@ def _show_shipped(output: Path, reason: str, *, quick: bool, only: list[str], fo
 
 
 def _targets_table(rows: list[dict[str, Any]]) -> Table:
-    t = Table(title="targets")
-    for c in ("target", "measured", "required", "passed", "detail"):
-        t.add_column(c)
+    body = []
     for r in rows:
         m = r.get("measured")
         req = r.get("required")
         unit = str(r.get("unit") or "")
         p = r.get("passed")
         mark = "[green]pass[/]" if p is True else ("[red]miss[/]" if p is False else "—")
-        t.add_row(
-            str(r["target"]),
-            "—" if m is None else f"{float(m):.1f} {unit}",
-            "—" if req is None else f"{float(req):.1f}",
-            mark,
-            str(r.get("detail") or ""),
+        body.append(
+            [
+                escape(str(r["target"])),
+                "—" if m is None else f"{float(m):.1f} {unit}",
+                "—" if req is None else f"{float(req):.1f}",
+                mark,
+                escape(str(r.get("detail") or "")),
+            ]
         )
+    cols = [Col("target", "name"), Col("measured"), Col("required"), Col("passed", "text"), Col("detail", "text", 1)]
+    t, _ = fit_table(cols, body, console=console, title="targets")
     return t
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
-from rich.table import Table
 
 from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 from archline.model.sweep import PRECISIONS
 
@@ -70,20 +70,20 @@ def predict(
             out["power_at_measured_time_sigma_w"] = pred.energy_at_measured_time_sigma_j / time_s
         print_json(out)
         return
-    table = Table(title=f"{m.device or 'model'}: W = {flops:.4g} flop, Q = {nbytes:.4g} B ({precision})")
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_column("± 1σ", justify="right")
-    table.add_column("unit")
-    table.add_row("intensity W/Q", f"{pred.intensity:.4g}", "", "flop/B")
     cap = " (power-capped)" if pred.cap_active else ""
-    table.add_row(f"time{cap}", *_pm(pred.time_s, pred.time_sigma_s, 1e3), "ms")
-    table.add_row("energy", *_pm(pred.energy_j, pred.energy_sigma_j), "J")
-    table.add_row("power", *_pm(pred.power_w, pred.power_sigma_w), "W")
+    rows = [
+        ["intensity W/Q", f"{pred.intensity:.4g}", "", "flop/B"],
+        [f"time{cap}", *_pm(pred.time_s, pred.time_sigma_s, 1e3), "ms"],
+        ["energy", *_pm(pred.energy_j, pred.energy_sigma_j), "J"],
+        ["power", *_pm(pred.power_w, pred.power_sigma_w), "W"],
+    ]
     if time_s is not None:
         e, sd = pred.energy_at_measured_time_j, pred.energy_at_measured_time_sigma_j
-        table.add_row(f"energy at T = {time_s * 1e3:.4g} ms", *_pm(e, sd), "J")
-        table.add_row(f"power at T = {time_s * 1e3:.4g} ms", *_pm(e / time_s, sd / time_s), "W")
+        rows.append([f"energy at T = {time_s * 1e3:.4g} ms", *_pm(e, sd), "J"])
+        rows.append([f"power at T = {time_s * 1e3:.4g} ms", *_pm(e / time_s, sd / time_s), "W"])
+    cols = [Col("quantity", "name"), Col("value"), Col("± 1σ"), Col("unit", "text")]
+    title = f"{m.device or 'model'}: W = {flops:.4g} flop, Q = {nbytes:.4g} B ({precision})"
+    table, _ = fit_table(cols, rows, console=console, title=title)
     console.print(table)
 
 

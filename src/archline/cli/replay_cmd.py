@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from archline.cli._common import console, handle_errors, print_json
+from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
 __all__ = ["load_step", "register"]
@@ -73,12 +73,13 @@ def register(app: typer.Typer) -> None:
         if as_json:
             print_json({**res.summary(), "rows": [r.to_row() for r in res.rows], "report": str(rep.markdown)})
             return
-        t = Table(title=f"one step: {res.step_energy_j:.4g} ± {res.step_sigma_j:.2g} J, {1e3 * res.step_time_s:.4g} ms")
-        for c in ("group", "time (ms)", "isolated (J)", "marginal (J)"):
-            t.add_column(c, overflow="fold")
+        body = []
         for r in res.rows:
             marg = "—" if r.marginal_j is None else f"{r.marginal_j:.4g} ± {r.marginal_sigma_j or 0:.2g}"
-            t.add_row(r.group, f"{1e3 * r.time_s:.4g}", f"{r.energy_j:.4g} ± {r.energy_sigma_j:.2g}", marg)
+            body.append([r.group, f"{1e3 * r.time_s:.4g}", f"{r.energy_j:.4g} ± {r.energy_sigma_j:.2g}", marg])
+        cols = [Col("group", "name"), Col("time (ms)"), Col("isolated (J)"), Col("marginal (J)", drop=1)]
+        title = f"one step: {res.step_energy_j:.4g} ± {res.step_sigma_j:.2g} J, {1e3 * res.step_time_s:.4g} ms"
+        t, _ = fit_table(cols, body, console=console, title=title)
         console.print(t)
         console.print(
             f"sum of isolated energies: {res.sum_isolated_j:.4g} J ({res.sum_vs_step_pct:+.2f} % of the step)"

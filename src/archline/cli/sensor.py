@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from archline.cli._common import console, handle_errors, print_json
+from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
 __all__ = ["register", "sensor_app"]
@@ -44,9 +45,6 @@ def _summary(p: Any) -> dict[str, Any]:
 
 def _table(p: Any) -> Table:
     m = p.model
-    t = Table(title=f"sensor {p.source} of {p.gpu_uuid} (driver {p.driver_version})", title_justify="left")
-    t.add_column("property")
-    t.add_column("value", justify="right")
 
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{1e3 * v:.2f} ms"
@@ -67,8 +65,12 @@ def _table(p: Any) -> Table:
         ("repeated readings", f"{100 * p.repeat_fraction:.1f} %"),
         ("edge timing 1σ", ms(m.edge_sigma_s)),
     ]
-    for k, v in rows:
-        t.add_row(k, v)
+    t, _ = fit_table(
+        [Col("property", "name"), Col("value")],
+        [list(r) for r in rows],
+        console=console,
+        title=f"sensor {p.source} of {p.gpu_uuid} (driver {p.driver_version})",
+    )
     return t
 
 

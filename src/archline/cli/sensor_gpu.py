@@ -11,6 +11,7 @@ from rich.table import Table
 from archline.cli._common import console, err_console, gpu_indices, handle_errors, print_json
 from archline.cli.multi_gpu import fan_out
 from archline.cli.sensor import sensor_app
+from archline.cli.tables import Col, fit_table
 
 __all__ = ["register"]
 
@@ -139,18 +140,27 @@ def validate_cmd(
 
 
 def _validation_table(rows: list[dict[str, Any]]) -> Table:
-    t = Table(title="sensor validation")
-    for c in ("check", "measured", "reference", "error %", "limit %", "passed"):
-        t.add_column(c)
+    body = []
     for r in rows:
-        t.add_row(
-            str(r["check"]),
-            f"{r['measured']:.4g}",
-            f"{r['reference']:.4g}",
-            f"{r['error_pct']:+.2f}",
-            f"{r['limit_pct']:.0f}",
-            "n/a" if r["passed"] is None else ("[green]yes[/]" if r["passed"] else "[red]no[/]"),
+        body.append(
+            [
+                str(r["check"]),
+                f"{r['measured']:.4g}",
+                f"{r['reference']:.4g}",
+                f"{r['error_pct']:+.2f}",
+                f"{r['limit_pct']:.0f}",
+                "n/a" if r["passed"] is None else ("[green]yes[/]" if r["passed"] else "[red]no[/]"),
+            ]
         )
+    cols = [
+        Col("check", "name"),
+        Col("measured"),
+        Col("reference"),
+        Col("error %"),
+        Col("limit %"),
+        Col("passed", "text"),
+    ]
+    t, _ = fit_table(cols, body, console=console, title="sensor validation")
     return t
 
 

@@ -72,7 +72,7 @@ def fit_table(
     while width(keep) > console.width:
         droppable = [i for i in keep if cols[i].drop > 0]
         if not droppable:
-            return _stacked(cols, rows, title, caption), []
+            return _stacked(cols, rows, title, caption, console.width), []
         keep.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
     table = Table(title=title, caption=caption, title_justify="left", box=box)
     for i in keep:
@@ -89,11 +89,16 @@ def fit_table(
     return table, [cols[i].header for i in range(len(cols)) if i not in keep]
 
 
-def _stacked(cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None, caption: str | None) -> Table:
+def _stacked(
+    cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None, caption: str | None, width: int
+) -> Table:
     """Too narrow for the numbers side by side: one block of "column  value" lines per row."""
     table = Table(title=title, caption=caption, title_justify="left", show_header=False)
-    table.add_column("", no_wrap=True, min_width=max((_cell_len(c.header) for c in cols), default=1))
-    table.add_column("", overflow="fold")
+    head = max((_cell_len(c.header) for c in cols), default=1)
+    widest = max((_cell_len(r[i]) for r in rows for i, c in enumerate(cols) if c.kind == "num"), default=0)
+    table.add_column("", no_wrap=True, min_width=head)
+    # Values stay whole where they fit beside the headers; only names fold.
+    table.add_column("", overflow="fold", min_width=min(widest, max(width - head - 7, 1)))
     for n, r in enumerate(rows):
         for j, (c, cell) in enumerate(zip(cols, r, strict=True)):
             table.add_row(c.header, cell, end_section=j == len(cols) - 1 and n < len(rows) - 1)
