@@ -146,12 +146,34 @@ def _arrow_batches(path: Path, wanted: tuple[str, ...]) -> Iterator[tuple[Any, i
 
 def _halve(t: _Growing, w: _Growing) -> None:
     """Merge stored bins in pairs (time: the later stamp; power: the mean); an odd last bin stays as it is."""
-    m = (t.n // 2) * 2
-    tt, ww = t.buf[: t.n], w.buf[: w.n]
-    t_new = np.concatenate([tt[1:m:2], tt[m:]])
-    w_new = np.concatenate([0.5 * (ww[0:m:2] + ww[1:m:2]), ww[m:]])
+    t_new, w_new = _pairs(t.buf[: t.n], w.buf[: w.n])
     t.n, w.n = t_new.size, w_new.size
     t.buf[: t.n], w.buf[: w.n] = t_new, w_new
+
+
+def _pairs(t: F64, w: F64, t_prev: float | None = None) -> tuple[F64, F64]:
+    """Bins merged in pairs: the later stamp, the mean weighted by each bin's time since the stamp before it (the
+    first bin of the trace, with no stamp before it, counts as long as the next one)."""
+    m = (t.size // 2) * 2
+    if m == 0:
+        return t, w
+    d = np.diff(t, prepend=t[0] if t_prev is None else t_prev)
+    if t_prev is None:
+        d[0] = d[1] if t.size > 1 else 1.0
+    d0, d1 = d[0:m:2], d[1:m:2]
+    merged = (w[0:m:2] * d0 + w[1:m:2] * d1) / np.maximum(d0 + d1, 1e-300)
+    return np.concatenate([t[1:m:2], t[m:]]), np.concatenate([merged, w[m:]])
+
+
+def _bins(t: F64, w: F64, k: int, t_prev: float | None) -> tuple[F64, F64]:
+    """Rows averaged in bins of k (``t.size`` a multiple of k), each row weighted by its time since the one before."""
+    d = np.diff(t, prepend=t[0] if t_prev is None else t_prev)
+    if t_prev is None:
+        d[0] = d[1] if t.size > 1 else 1.0
+    dk, wk = d.reshape(-1, k), (w * d).reshape(-1, k)
+    total = dk.sum(axis=1)
+    mean = np.where(total > 0, wk.sum(axis=1) / np.where(total > 0, total, 1.0), w.reshape(-1, k).mean(axis=1))
+    return t[k - 1 :: k], mean
 
 
 class _Binner:
@@ -161,8 +183,11 @@ class _Binner:
     previous row, a bin's mean is the mean power over the bin: energy is conserved."""
 
     def __init__(self, max_rows: int) -> None:
+        if max_rows < 2:
+            raise ValueError("max_rows must be at least 2")
         self.k = 1
         self.max_rows = max_rows
+        self.last_t: float | None = None
         self.carry: tuple[F64, F64] | None = None
 
     def feed(self, t: F64, w: F64, out: tuple[_Growing, _Growing]) -> None:
@@ -173,23 +198,25 @@ class _Binner:
         m = (t.size // k) * k
         if m < t.size:
             self.carry = (t[m:].copy(), w[m:].copy())
-        bt, bw = (t[:m], w[:m]) if k == 1 else (t[k - 1 : m : k], w[:m].reshape(-1, k).mean(axis=1))
-        while out[0].n + bt.size > self.max_rows and out[0].n >= 2:
-            _halve(*out)
+        bt, bw = (t[:m], w[:m]) if k == 1 else _bins(t[:m], w[:m], k, self.last_t)
+        # Stored bins and the batch at hand merge in pairs until they fit: both then hold bins of 2k rows.
+        while out[0].n + bt.size > self.max_rows and (out[0].n >= 2 or bt.size >= 2):
+            t_prev = float(out[0].buf[out[0].n - 1]) if out[0].n else None
+            if out[0].n >= 2:
+                _halve(*out)
+            bt, bw = _pairs(bt, bw, t_prev)
             self.k *= 2
-            if bt.size >= 2:  # the batch at hand joins at the new bin size
-                mm = (bt.size // 2) * 2
-                bt, bw = (
-                    np.concatenate([bt[1:mm:2], bt[mm:]]),
-                    np.concatenate([0.5 * (bw[0:mm:2] + bw[1:mm:2]), bw[mm:]]),
-                )
         for col, arr in zip(out, (bt, bw), strict=True):
             col.add(arr)
+        if out[0].n:
+            self.last_t = float(out[0].buf[out[0].n - 1])
 
     def finish(self, out: tuple[_Growing, _Growing]) -> None:
         if self.carry is not None and self.carry[0].size:
-            out[0].add(self.carry[0][-1:])
-            out[1].add(np.array([self.carry[1].mean()]))
+            t, w = self.carry
+            bt, bw = _bins(t, w, t.size, self.last_t)
+            out[0].add(bt)
+            out[1].add(bw)
         self.carry = None
 
 
