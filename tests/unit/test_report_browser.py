@@ -50,12 +50,34 @@ def _render(kind: str, out: Path) -> list[str]:
     return pages
 
 
+def _building_blocks(out: Path) -> str:
+    """A page of the shared building block (report.interactive) as other reports use it: a power timeline with
+    kernel spans (60 000 readings, thinned), an x-y chart on log axes, and a wide table."""
+    import numpy as np
+
+    from archline.report.doc import Chart
+    from archline.report.interactive import Span, chart_html, page, timeline_chart, xy_chart
+
+    t = np.arange(60_000) * 1e-3
+    p = 100 + 300 * ((t % 2) < 1) + np.random.default_rng(0).normal(0, 2, t.size)
+    spans = [Span(float(a), float(a) + 1.0, f"kernel_{i % 3}_with_a_long_templated_name<float, 128>") for i, a in
+             enumerate(range(0, 60, 2))]  # fmt: skip
+    timeline = timeline_chart(t.tolist(), p.tolist(), spans)
+    sweep = xy_chart({"a": [(2.0**k, 10.0 * k + 1) for k in range(12)]}, "block (threads)", "GB/s", log_x=True)
+    wide = "<table><tr>" + "".join(f"<td>{'package 1.2.3, ' * 8}</td>" for _ in range(3)) + "</tr></table>"
+    body = chart_html(Chart(timeline, "timeline"), "t1") + chart_html(Chart(sweep, "sweep"), "t2") + wide
+    path = out / "blocks.html"
+    path.write_text(page("building blocks", body), encoding="utf-8")
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     out = tmp_path_factory.mktemp("reports")
     with ProcessPoolExecutor(max_workers=2) as pool:  # matplotlib's PNGs take most of the time: both cores
         futures = {kind: pool.submit(_render, kind, out) for kind in RUNS}
-        return {kind: f.result() for kind, f in futures.items()}
+        done = {kind: f.result() for kind, f in futures.items()}
+    return {"interactive": [_building_blocks(out)], **done}
 
 
 def test_every_report_kind_fits_1280px_and_draws_everything(pages: dict[str, list[str]], tmp_path: Path) -> None:
