@@ -85,31 +85,22 @@ def test_unreadable_files_are_one_line_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "not a trace file" in res.output and "Traceback" not in res.output
 
 
-def test_analyze_reads_gzip_like_plain_csv(tmp_path: Path) -> None:
+def test_profile_takes_a_calibration_runs_profiles_file(tmp_path: Path) -> None:
     import gzip
 
-    sc = kernels([(0.0, 1.0), (2.0, 0.6)], busy_w=[300.0, 250.0])
-    trace, wins = tmp_path / "trace.csv", tmp_path / "windows.csv"
-    write_trace_csv(trace, simulate_power(sc.signal, SimulatedSensor.averaging(0.02, noise_w=0.3), seed=1))
-    write_windows_csv(wins, sc.windows)
-    gz = tmp_path / "trace.csv.gz"
-    gz.write_bytes(gzip.compress(trace.read_bytes()))
-    out = [runner.invoke(app, ["analyze", str(p), "--windows", str(wins), "--json"]) for p in (trace, gz)]
-    assert all(r.exit_code == 0 for r in out), [r.output for r in out]
-    e = [[w["energy_j"] for w in json.loads(r.stdout)["windows"]] for r in out]
-    assert e[0] == e[1]
-
-
-def test_profile_takes_a_calibration_runs_profiles_file(tmp_path: Path) -> None:
     profiles = ROOT / "results/h100/sensor/calibration/profiles.json"
     sc = kernels([(0.0, 1.0), (2.0, 0.6)], busy_w=[300.0, 250.0])
-    trace, wins = tmp_path / "trace.csv", tmp_path / "windows.csv"
-    write_trace_csv(trace, simulate_power(sc.signal, SimulatedSensor.averaging(0.02, noise_w=0.3), seed=1))
+    csv, wins = tmp_path / "trace.csv", tmp_path / "windows.csv"
+    write_trace_csv(csv, simulate_power(sc.signal, SimulatedSensor.averaging(0.02, noise_w=0.3), seed=1))
     write_windows_csv(wins, sc.windows)
+    trace = tmp_path / "trace.csv.gz"  # analyze takes gzip CSV as it takes CSV
+    trace.write_bytes(gzip.compress(csv.read_bytes()))
     base = ["analyze", str(trace), "--windows", str(wins), "--profile", str(profiles)]
     res = runner.invoke(app, [*base, "--source", "nvml.buffer", "--json"])
     assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["sensor"]["origin"] == "profile"
+    out = json.loads(res.stdout)
+    assert out["sensor"]["origin"] == "profile" and out["sensor"]["source"] == "trace:trace.csv.gz"
+    assert np.allclose([w["energy_j"] for w in out["windows"]], sc.true_energy_j, rtol=0.03)
     res = runner.invoke(app, base)  # three sources in the file, none chosen: say which there are
     assert res.exit_code == 2
     assert "holds profiles of 3 sources (nvml.average, nvml.buffer, nvml.instant): pick one with --source" in res.output
