@@ -145,6 +145,13 @@ class KernelSpec:
     spec_key: str | None = None
     sweep: tuple[str, float] | None = None
     tags: tuple[str, ...] = ()
+    #: Oldest compute capability whose instruction set has every instruction the kernel uses.
+    min_cc: tuple[int, int] = (7, 5)
+    #: An architecture-specific target the kernel needs (``"sm_90a"`` for ``wgmma``): it runs
+    #: there only, never on a later architecture. None: any compute capability from ``min_cc``.
+    arch_specific: str | None = None
+    #: Oldest PTX ISA version, (major, minor), that has every instruction the kernel uses.
+    min_ptx: tuple[int, int] = (6, 3)
 
     @property
     def iters_arg(self) -> Arg | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -140,6 +141,10 @@ class CudaExecutor:
             return self._cache[key]
         core = self._core
         arch = self.device.arch
+        # Architecture-specific PTX (``.target sm_90a``) links only for that exact target.
+        specific = re.search(r"^\.target\s+(sm_\d+a)\b", ptx, re.MULTILINE)
+        if specific and specific.group(1)[:-1] == arch:
+            arch = specific.group(1)
         try:
             opts = core.LinkerOptions(arch=arch, optimization_level=opt_level)
             linker = core.Linker(core.ObjectCode.from_ptx(ptx.encode()), options=opts)
