@@ -181,11 +181,17 @@ def characterize_gpu(
     try:
         with GPUSession(gpu, output, "characterize", force=force, extra={"quick": quick, "only": list(only)}) as s:
             dev = s.ex.device
-            groups = ("arithmetic", "memory", "sync")
+            groups = ("arithmetic", "memory", "sync", "tensor")
             pool = [k for k in catalogue.catalogue(dev) if k.group in groups]
             specs = catalogue.select(only, specs=pool) if only else (catalogue.quick(dev) if quick else pool)
             if quick and not only:
                 specs = [k for k in specs if k.group in groups]
+            cc = dev.compute_capability
+            skipped = {k.name: r for k in specs if (r := catalogue.skip_reason(k, cc)) is not None}
+            specs = [k for k in specs if k.name not in skipped]
+            for name, why in skipped.items():
+                say(f"skipped {name}: {why}")
+            s.note_extra(skipped=skipped)
             planned = len(specs)
             say(f"{dev.name}: measuring the device-to-device copy bandwidth")
             copy_bps, _ = s.ex.copy_bandwidth()

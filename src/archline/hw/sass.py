@@ -342,6 +342,10 @@ def _split_functions(text: str) -> dict[str, list[SassInstruction]]:
 
 
 def _inspect_bundle(ptxs: Sequence[str], arch: str, opt_level: int) -> list[KernelSass]:
+    # Architecture-specific PTX (``.target sm_90a``) assembles for that exact target only.
+    specific = re.search(r"\.target\s+(sm_\d+a)\b", _header(ptxs[0]))
+    if specific and specific.group(1)[:-1] == arch:
+        arch = specific.group(1)
     merged = "\n".join([_header(ptxs[0]), *(_body(p) for p in ptxs)])
     try:
         compiled = compile_ptx(merged, arch=arch, opt_level=opt_level)

@@ -13,13 +13,14 @@ from archline.characterize.kernels.onchip import onchip_kernels
 from archline.characterize.kernels.roofline import roofline_kernels
 from archline.characterize.kernels.sync import sync_kernels
 from archline.characterize.kernels.target import Target
+from archline.characterize.kernels.tensor import tensor_data_kernels, tensor_kernels
 from archline.core.executor import DeviceInfo
 from archline.core.kernel import KernelSpec
 from archline.errors import UnknownNameError, suggest
 
-__all__ = ["GROUPS", "QUICK", "catalogue", "names", "quick", "select"]
+__all__ = ["GROUPS", "QUICK", "catalogue", "names", "quick", "select", "skip_reason"]
 
-GROUPS = ("arithmetic", "memory", "sync", "instruction", "roofline")
+GROUPS = ("arithmetic", "memory", "sync", "tensor", "instruction", "roofline")
 
 #: The ``--quick`` suite: one kernel per unit that matters most for the energy model, with the
 #: sweeps thinned to their end points (about 20 kernels, under 2 minutes at 1 s each plus
@@ -47,6 +48,12 @@ QUICK: tuple[str, ...] = (
     "roofline.fp32.i512",
     "inst.fma.f32.full",
     "inst.fma.f32.full.overhead",
+    "tensor.mma.fp16",
+    "tensor.wgmma.bf16",
+    "tensor.wgmma.bf16.zeros",
+    "tensor.wgmma.fp8e4m3",
+    "operand.ffma.zeros",
+    "operand.ffma.random",
 )
 
 
@@ -59,6 +66,8 @@ def _build(target: Target) -> tuple[KernelSpec, ...]:
     specs += dram_read_occupancy(target)
     specs += onchip_kernels()
     specs += sync_kernels()
+    specs += tensor_kernels()
+    specs += tensor_data_kernels()
     specs += instruction_kernels()
     specs += roofline_kernels(target)
     return tuple(specs)
@@ -87,6 +96,18 @@ def select(
         if not any(_matches(s.name, p) for s in pool):
             raise UnknownNameError(f"no benchmark matches {p!r}{suggest([p], (s.name for s in pool))}")
     return [s for s in pool if any(_matches(s.name, p) for p in patterns)]
+
+
+def skip_reason(spec: KernelSpec, cc: tuple[int, int]) -> str | None:
+    """Why ``spec`` cannot run (natively) on compute capability ``cc``, or None if it can."""
+    arch = f"sm_{cc[0]}{cc[1]}"
+    if spec.arch_specific is not None and spec.arch_specific != f"{arch}a":
+        return f"uses {spec.arch_specific}-specific instructions; this GPU is {arch}"
+    if cc < spec.min_cc:
+        return f"needs compute capability {spec.min_cc[0]}.{spec.min_cc[1]} or later; this GPU is {cc[0]}.{cc[1]}"
+    if f"emulated-on:{arch}" in spec.tags:
+        return f"ptxas emulates this instruction on {arch}: it would not measure the unit it names"
+    return None
 
 
 def quick(device: DeviceInfo | Target | None = None) -> list[KernelSpec]:

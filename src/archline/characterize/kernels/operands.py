@@ -24,10 +24,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from archline.characterize.kernels.ptx import Frame, RegClass, open_frame
+from archline.characterize.kernels.tensor_data import data_sweep, mode_label, operand_words
 from archline.characterize.kernels.verify import Reject, check_live, out_words, verifier
 from archline.core.kernel import KernelSpec, Launch, SassCheck, Work
 
-__all__ = ["OPERAND_KERNELS", "operand_dmma", "operand_fma", "operand_kernels"]
+__all__ = ["OPERAND_KERNELS", "ffma_data_kernel", "operand_dmma", "operand_fma", "operand_kernels"]
 
 _HASH64 = 0x9E3779B97F4A7C15
 _NVAL = 8  # random a's and b's per thread
@@ -134,6 +135,48 @@ def operand_dmma(*, block: int = 128, blocks_per_sm: int = 4, tiles: int = 4) ->
         out_dtypes={"out": "uint32"},
         spec_key=None,
         tags=("operand", "tensor"),
+    )
+
+
+def ffma_data_kernel(mode: str, *, block: int = 256, blocks_per_sm: int = 8) -> KernelSpec:
+    """FP32 FMA throughput on operand data ``mode`` (:mod:`tensor_data`): 32 FMAs per trip on 8 accumulators.
+
+    Consecutive FMAs read the a-operands ``s0, s1, −s0, −s1`` in turn and b-operands ``b0, b1``, so the
+    mode's toggle rate is the rate between consecutive instructions; accumulator ``k`` receives
+    every set once per trip, so the products cancel.
+    """
+    frame = open_frame(f"k_operand_ffma_{mode.replace('-', '_')}")
+    kb = frame.kb
+    kb.maxnreg = 32  # 2048 resident threads per SM
+    ops = operand_words(frame, "f32", mode, 2)
+    y = kb.regs("f32", _NVAL)
+    for r in y:
+        kb.emit(f"mov.f32 {r}, 0f00000000;")
+    frame.begin_loop()
+    for rnd in range(_NVAL):
+        for step in range(4):
+            a, b = ops.sets[step][0], ops.sets[step % 2][1]
+            acc = y[(rnd + step) % _NVAL]
+            kb.emit(f"fma.rn.f32 {acc}, {a}, {b}, {acc};")
+    frame.end_loop()
+    frame.finish([(v, "f32") for v in y])
+    fmas = 4 * _NVAL
+    exact = mode in ("zeros", "ones")
+    return KernelSpec(
+        name=f"operand.ffma.{mode}",
+        group="tensor",
+        description=f"FP32 FMA, operands {mode_label(mode)}: {fmas} FMAs per trip on 8 accumulators, products cancel",
+        ptx=frame.ptx(),
+        entry=frame.kb.entry,
+        args=tuple(frame.args),
+        work=Work(unit="fp32", ops=float(fmas), flops=float(2 * fmas)),
+        launch=Launch(block=block, blocks_per_sm=blocks_per_sm),
+        sass=(SassCheck("FFMA", fmas),),
+        verify=_verify_bounded(False, _NVAL, per_trip=fmas, words_per_value=1, bound=0.0 if exact else 4.0),
+        out_dtypes={"out": "uint32"},
+        spec_key="fp32",
+        sweep=data_sweep(mode),
+        tags=("operand", "fp32", f"data:{mode}"),
     )
 
 

@@ -107,7 +107,13 @@ def spec_ops_per_clk_per_sm(compute_capability: tuple[int, int], key: str | None
     """Spec thread-instructions per clock per SM for ``key`` (a KernelSpec ``spec_key``), else None."""
     if key is None:
         return None
-    row = SPEC_TABLE.get((compute_capability[0], compute_capability[1]))
+    cc = (compute_capability[0], compute_capability[1])
+    if key.startswith("tensor."):
+        from archline.characterize.kernels.tensor import TENSOR_SPEC
+
+        value = TENSOR_SPEC.get(cc, {}).get(key)
+        return float(value) if value is not None else None
+    row = SPEC_TABLE.get(cc)
     if row is None:
         return None
     value = row.get(key)
