@@ -14,7 +14,7 @@
 #   real            benchmarks/validate_real_programs.py (measure of PyTorch training, GEMM, regions)
 #   replay          benchmarks/validate_replay.py (graph replay of ResNet-50 and transformer steps)
 #   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops, overhead)
-#   tensor          benchmarks/validate_tensor.py (tensor cores, operand data, L1 and latency)
+#   tensor          archline characterize --only tensor --only operand.ffma (tensor cores, operand data)
 #   model           benchmarks/validate_model_ml.py (the frozen model on held-out ML kernels)
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
 #   probe           benchmarks/replay_probe.py (which node switches a captured step survives)
@@ -73,7 +73,7 @@ for s in "$@"; do
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
     replay) for w in ${REPLAY_ONLY:-mlp transformer resnet50}; do step replay-$w ${REPLAY_LIMIT:-150} python3 "$B/validate_replay.py" --out "$R/replay" --only $w ${REPLAY_ARGS:-} "${q[@]}"; done ;;
     attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
-    tensor) step tensor 300 python3 "$B/validate_tensor.py" --out "$R/tensor" "${q[@]}" ;;
+    tensor) step tensor 420 archline characterize --only tensor --only operand.ffma -o "$R/characterize-tensor" ;;
     model) step model 330 python3 "$B/validate_model_ml.py" --out "$R/model" --components "$R/tensor/characterize" "${q[@]}" ;;
     probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;

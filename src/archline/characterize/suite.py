@@ -19,7 +19,14 @@ from archline.records.characterize import RESULT_COLUMNS, TARGET_COLUMNS
 __all__ = ["REPEATED", "SuiteResult", "add_spec_columns", "characterize_gpu", "refresh_targets", "run_suite"]
 
 #: Benchmarks measured a second time at the end of a run, for the repeatability targets.
-REPEATED: tuple[str, ...] = ("arith.fp32.fma", "arith.int32.add", "mem.dram.read", "mem.shared.read")
+REPEATED: tuple[str, ...] = (
+    "arith.fp32.fma",
+    "arith.int32.add",
+    "mem.dram.read",
+    "mem.shared.read",
+    "tensor.wgmma.bf16",
+    "operand.ffma.random",
+)
 
 _EXTRA_COLUMNS = ("energy_counter_j", "wall_s")
 
