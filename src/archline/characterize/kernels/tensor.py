@@ -129,16 +129,17 @@ def mma_kernel(
     m, n, k = t.shape
     op = f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{t.ptx_types}"
 
-    def mma(dst: list[str], words: list[str], c_src: list[str] | None = None) -> None:
-        a, b = words[: t.a_words], words[t.a_words :]
+    def mma(dst: list[str], words: list[str], c_src: list[str] | None = None, b_words: list[str] | None = None) -> None:
+        a, b = words[: t.a_words], (b_words if b_words is not None else words)[t.a_words :]
         c = ", ".join(c_src if c_src is not None else dst)
         kb.emit(f"{op} {{{', '.join(dst)}}}, {{{', '.join(a)}}}, {{{', '.join(b)}}}, {{{c}}};")
 
     frame.begin_loop()
     for s in range(4):
         for c in range(tiles):
-            # Sets in the order s0, s1, −s0, −s1 from tile c's start: the pairs cancel.
-            mma(d[c], ops.sets[(s + c) % 4])
+            # A from s0, s1, −s0, −s1 (B from s0, s1) from tile c's start: the pairs cancel.
+            i = (s + c) % 4
+            mma(d[c], ops.sets[i], b_words=ops.sets[i % 2])
     frame.end_loop()
     # The witness: all-ones fragments, zero accumulator: every result element is K.
     one = FORMATS[t.elem].one

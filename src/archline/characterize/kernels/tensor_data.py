@@ -7,10 +7,11 @@ stay bounded, while consecutive instructions read different data:
 * ``zeros``: every element 0 (no bit moves);
 * ``ones``: every element 1 (only the sign bit moves, between ``s`` and ``−s``);
 * ``random``: sign and mantissa bits random, exponent held at 2⁰ (values ±[1, 2));
-* ``toggle-P``: ``s0`` random, ``s1 = s0 XOR m`` where each sign-and-mantissa bit of ``m`` is set
-  with probability P % (0, 25, 50, 75 or 100): the Hamming distance between consecutive operands,
-  over the bits that can move without changing the exponent, is P % (plus the sign flips of the
-  ``s → −s`` steps, the same in every mode but ``zeros``);
+* ``toggle-P``: ``s0`` one random value in every element of every thread, ``s1 = s0 XOR m`` where
+  each sign-and-mantissa bit of ``m`` is set with probability P % (0, 25, 50, 75 or 100): the
+  Hamming distance between consecutive operands, over the bits that can move without changing the
+  exponent, is P % (plus the sign flips of the ``s → −s`` steps, the same in every mode but
+  ``zeros``), with no variation inside a set (so a tile-wide MMA sees the same rate);
 * ``sparse-P``: ``random`` with each element zero with probability P % (25, 50 or 75).
 
 The exponent field is held so products stay finite and comparable: P % is the toggle rate of the
@@ -106,15 +107,26 @@ class OperandWords:
 
 
 class _Rng:
-    """Well-mixed random words from the frame's seed words (lowbias32 finaliser)."""
+    """Well-mixed random words from the frame's seed words (lowbias32 finaliser).
 
-    def __init__(self, frame: Frame, base: int) -> None:
+    ``uniform`` words are the same in every thread (mixed from the seed parameter alone). Every
+    value passes through ``zero`` (a run-time 0 the compiler cannot see), so ptxas cannot fold
+    constant operands into immediates or equal sets into one register: every mode runs the same code.
+    """
+
+    def __init__(self, frame: Frame, base: int, zero: str, *, uniform: bool = False) -> None:
         self.frame = frame
         self.j = base
+        self.zero = zero
+        self.uniform = uniform
 
     def word(self) -> str:
         kb = self.frame.kb
-        x = self.frame.seed_word(self.j)
+        if self.uniform:
+            x = kb.reg("b32")
+            kb.emit(f"add.u32 {x}, {self.frame.seed}, {(self.j * 0x7F4A7C15) & 0xFFFFFFFF};")
+        else:
+            x = self.frame.seed_word(self.j)
         self.j += 1
         t = kb.reg("b32")
         for shift, mul in ((16, 0x7FEB352D), (15, 0x846CA68B)):
@@ -127,9 +139,9 @@ class _Rng:
         kb = self.frame.kb
         r = kb.reg("b32")
         if pct == 0:
-            kb.emit(f"mov.b32 {r}, 0;")
+            kb.emit(f"mov.b32 {r}, {self.zero};")
         elif pct == 100:
-            kb.emit(f"mov.b32 {r}, 0xFFFFFFFF;")
+            kb.emit(f"not.b32 {r}, {self.zero};")
         elif pct == 50:
             kb.emit(f"mov.b32 {r}, {self.word()};")
         elif pct in (25, 75):
@@ -174,27 +186,34 @@ def operand_words(frame: Frame, fmt_name: str, mode: str, words: int, *, seed_ba
         # A zero byte's negation would carry into its neighbour; INT8 sparsity is not offered.
         raise ValueError(f"sparse operand data is offered for floating-point formats, not {fmt_name}")
     kb = frame.kb
-    rng = _Rng(frame, seed_base)
+    zero = kb.reg("b32")
+    kb.emit(f"not.b32 {zero}, {frame.never};")  # never is all ones at run time
+    rng = _Rng(frame, seed_base, zero)
     pool: list[str] = []
     if mode.startswith("sparse-"):
         pool = [rng.bits(int(mode[7:])) for _ in range(-(-2 * words // 8))]
+    base = fmt.one if fmt.sign is not None else fmt.element_lsb()
+    toggle0 = toggle = ""
+    if mode.startswith("toggle-"):
+        # One value for every word of every thread, and one mask: the toggle rate between
+        # consecutive operands is exactly the mode's, with no variation inside a set.
+        uni = _Rng(frame, seed_base, zero, uniform=True)
+        toggle0, toggle = kb.reg("b32"), kb.reg("b32")
+        kb.emit(f"and.b32 {toggle0}, {uni.word()}, {fmt.free:#x};", f"or.b32 {toggle0}, {toggle0}, {base:#x};")
+        kb.emit(f"and.b32 {toggle}, {uni.bits(int(mode[7:]))}, {fmt.free:#x};")
     s0: list[str] = []
     s1: list[str] = []
     for i in range(words):
         w0, w1 = kb.reg("b32"), kb.reg("b32")
         if mode == "zeros":
-            kb.emit(f"mov.b32 {w0}, 0;", f"mov.b32 {w1}, 0;")
+            kb.emit(f"mov.b32 {w0}, {zero};", f"mov.b32 {w1}, {zero};")
         elif mode == "ones":
-            kb.emit(f"mov.b32 {w0}, {fmt.one:#x};", f"mov.b32 {w1}, {fmt.one:#x};")
+            kb.emit(f"xor.b32 {w0}, {zero}, {fmt.one:#x};", f"xor.b32 {w1}, {zero}, {fmt.one:#x};")
+        elif toggle:
+            kb.emit(f"mov.b32 {w0}, {toggle0};", f"xor.b32 {w1}, {toggle0}, {toggle};")
         else:
-            base = fmt.one if fmt.sign is not None else fmt.element_lsb()
             kb.emit(f"and.b32 {w0}, {rng.word()}, {fmt.free:#x};", f"or.b32 {w0}, {w0}, {base:#x};")
-            if mode.startswith("toggle-"):
-                m = kb.reg("b32")
-                kb.emit(f"and.b32 {m}, {rng.bits(int(mode[7:]))}, {fmt.free:#x};")
-                kb.emit(f"xor.b32 {w1}, {w0}, {m};")
-            else:
-                kb.emit(f"and.b32 {w1}, {rng.word()}, {fmt.free:#x};", f"or.b32 {w1}, {w1}, {base:#x};")
+            kb.emit(f"and.b32 {w1}, {rng.word()}, {fmt.free:#x};", f"or.b32 {w1}, {w1}, {base:#x};")
             if mode.startswith("sparse-"):
                 _sparsify(frame, pool, fmt, w0, 2 * i)
                 _sparsify(frame, pool, fmt, w1, 2 * i + 1)
