@@ -42,6 +42,8 @@ def target_opcodes(spec: KernelSpec) -> tuple[str, ...]:
             "ld.global.v4.u32",
             "ld.global.cg.v4.u32",
         )
+    if n.startswith("operand.ffma."):
+        return ("fma.rn.f32",)
     if n == "mem.dram.write":
         return ("st.global.v4.u32",)
     if n.startswith("mem.shared.write"):

@@ -24,7 +24,7 @@ REPEATED: tuple[str, ...] = (
     "arith.int32.add",
     "mem.dram.read",
     "mem.shared.read",
-    "tensor.wgmma.bf16",
+    "tensor.wgmma.bf16.toggle-50",
     "operand.ffma.random",
 )
 

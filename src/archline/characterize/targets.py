@@ -60,6 +60,12 @@ def evaluate_targets(
         _frac_target(rows, "INT32 add ≥ 90 % of spec", "arith.int32.add", 0.90),
         _frac_target(rows, "SFU ≥ 90 % of spec", "arith.sfu.*", 0.90),
     ]
+    if _rows(rows, "tensor.wgmma.*"):  # Hopper's warpgroup MMA (the catalogue skips it elsewhere)
+        out += [
+            _frac_target(rows, "wgmma BF16 dense ≥ 85 % of spec", "tensor.wgmma.bf16", 0.85),
+            _frac_target(rows, "wgmma FP16 dense ≥ 85 % of spec", "tensor.wgmma.fp16", 0.85),
+            _frac_target(rows, "wgmma FP8 dense ≥ 80 % of spec", "tensor.wgmma.fp8e4m3", 0.80),
+        ]
     # DRAM streaming against the copy bandwidth measured in the same run
     stream = [r for r in _rows(rows, "mem.dram.*") if r.get("bytes_per_s")]
     label = "DRAM streaming ≥ 90 % of the device-to-device copy bandwidth"

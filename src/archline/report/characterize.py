@@ -20,11 +20,12 @@ from archline.report.sections import (
     throughput_blocks,
 )
 from archline.report.tables import arithmetic_table, detail_table, group_rows, memory_table, sync_table
+from archline.report.tensor import tensor_blocks
 
 __all__ = ["PLOTS_DIR", "build_document", "render"]
 
 PLOTS_DIR = "plots"
-_COVERED = ("arithmetic", "memory", "sync")
+_COVERED = ("arithmetic", "memory", "sync", "tensor")
 
 
 def build_document(data: RunData, out_dir: Path, *, banner: str | None = None) -> tuple[Document, list[Path]]:
@@ -69,6 +70,8 @@ def build_document(data: RunData, out_dir: Path, *, banner: str | None = None) -
         doc.add(sync_table(data.rows, ctx))
     else:
         doc.add(Para("No synchronisation benchmarks in this run."))
+    if group_rows(data.rows, "tensor") or group_rows(data.rows, "tensor", sweeps=True):
+        doc.add(Heading("Tensor cores and operand data"), *tensor_blocks(data.rows, ctx))
     others = [r for r in data.rows if r.text("group") not in _COVERED]
     if others:
         doc.add(Heading("Other benchmarks"), detail_table(others, ctx, "Benchmarks of other groups"))

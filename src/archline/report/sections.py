@@ -24,6 +24,8 @@ SWEEPS: dict[str, tuple[str, str]] = {
     "conflict_ways": ("Shared-memory bank conflicts (MIPP Fig. 8)", "extra conflict ways"),
     "block": ("Occupancy: threads per block", "threads per block"),
     "blocks_per_sm": ("Occupancy: blocks per SM", "blocks per SM"),
+    "toggle_pct": ("Operand toggle rate", "% of sign and mantissa bits toggling between operands"),
+    "sparsity_pct": ("Operand sparsity", "% of elements zero"),
 }
 
 
