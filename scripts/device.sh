@@ -9,7 +9,7 @@
 #   sensor          archline sensor calibrate + sensor validate of this board, in one run
 #   characterize    archline characterize (the full suite, with the roofline section)
 #   quick           archline characterize --quick --roofline
-#   instructions    archline instructions (full and single-thread shapes)
+#   instructions    archline instructions --shapes full --opt 3,0 --target-s 0.4 (every SM)
 #   roofline        archline roofline (sweep, fit, held-out kernels counted with ncu)
 #   real            benchmarks/validate_real_programs.py (measure of PyTorch training, GEMM, regions)
 #   replay          benchmarks/validate_replay.py (graph replay of ResNet-50 and transformer steps)
@@ -68,7 +68,7 @@ for s in "$@"; do
     sensor) step calibrate 150 archline sensor calibrate -o "$R/sensor/calibration"; step validate 200 archline sensor validate -o "$R/sensor/validation" ;;
     characterize) step characterize 590 archline characterize -o "$R/characterize" ;;
     quick) step quick 300 archline characterize --quick --roofline -o "$R/characterize-quick" ;;
-    instructions) step instructions 590 archline instructions -o "$R/instructions" ;;
+    instructions) step instructions 430 archline instructions --shapes full --opt 3,0 --target-s 0.4 -o "$R/instructions" ;;
     roofline) step roofline 450 archline roofline -o "$R/roofline" ;;
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
     replay) for w in ${REPLAY_ONLY:-mlp transformer resnet50}; do step replay-$w ${REPLAY_LIMIT:-150} python3 "$B/validate_replay.py" --out "$R/replay" --only $w ${REPLAY_ARGS:-} "${q[@]}"; done ;;
