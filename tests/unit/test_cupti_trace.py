@@ -421,6 +421,7 @@ int main(int argc, char **argv) {
   if (argc > 2) setenv("ARCHLINE_CUPTI_DUTY_MS", argv[2], 1);
   if (argc > 3) setenv("ARCHLINE_CUPTI_DUTY_MODE", argv[3], 1);
   int calls = argc > 4 && strcmp(argv[4], "calls") == 0;
+  if (argc > 5) setenv("ARCHLINE_CUPTI_DUTY_AUTO", argv[5], 1);
   InitializeInjection();
   uint64_t t = realtime_ns() + 1000000;
   uint8_t *buf; size_t size, max;
@@ -511,6 +512,25 @@ def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
     assert all(0.009 < d < 0.03 for d in ons), ons
     # End clock pairs come from the last detach: the clock map spans most of the run.
     assert trace.clocks[0].span_s > 0.03
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_automatic_duty_cycle_cycles_a_launch_bound_program(tmp_path):
+    # 10 004 kernels in the 20 ms probe: far above 1000 launches/s, so tracing cycles and detaches.
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "20,1000")
+    assert trace.errors == [] and len(trace.records) == 10004
+    assert trace.traced is not None and len(trace.traced) >= 2
+    assert trace.traced[0][1] - trace.traced[0][0] > 0.018  # the probe traced its 20 ms in full
+    assert n["finalize"] >= 1
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_automatic_duty_cycle_keeps_tracing_a_program_below_the_rate(tmp_path):
+    # The same program against a threshold no program reaches: traced throughout, never detached.
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "20,1e12")
+    assert trace.errors == [] and len(trace.records) == 10004
+    assert trace.traced is None  # never switched off: read as traced throughout
+    assert n["finalize"] == 0
 
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")

@@ -258,7 +258,11 @@ for i in range(int(sys.argv[1])):
     time.sleep(0.004)
     kernels.append(("child_kernel", s, time.time_ns()))
 data = injection_output(kernels, clock=(t0, t0))
-if os.environ.get("ARCHLINE_CUPTI_DUTY_MS"):
+probe_ms = int(os.environ.get("ARCHLINE_CUPTI_DUTY_AUTO", "0,0").split(",")[0])
+if probe_ms and kernels[-1][2] - t0 < probe_ms * 10**6:
+    # The automatic duty cycle on a program shorter than its probe: one on-mark, never off.
+    data += injection_chunk(ChunkType.TRACE_ON, 1, struct.pack("<2Q", t0, 0))
+elif os.environ.get("ARCHLINE_CUPTI_DUTY_MS"):
     # What the library marks with a duty cycle: on, off, on, off ... and a detach per off-switch.
     on_ms, period_ms = (int(x) for x in os.environ["ARCHLINE_CUPTI_DUTY_MS"].split(","))
     t, n = t0, 0
@@ -296,6 +300,9 @@ def test_inject_runs_a_python_program_as_a_child_with_the_injection_library(inje
     rd = RunDir.open(out)
     assert rd.manifest.extra["tracer"] == "inject"
     assert any(n.startswith("tracer: inject") and "--tracer inject" in n for n in rd.manifest.notes)
+    # The default tracing: automatic, named with its expected cost; a 48 ms program stays traced.
+    assert any(n.startswith("tracing: automatic") and "under 3 %" in n for n in rd.manifest.notes)
+    assert not any("untraced" in r["name"] for r in rd.read_csv("kernels.csv"))
     assert rd.manifest.command[0] == sys.executable
     rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
     assert rows["child_kernel"]["calls"] == 12

@@ -28,7 +28,9 @@ def parse_duty(text: str) -> tuple[int, int]:
     try:
         on_s, period_s = (float(x) for x in text.split("/"))
     except ValueError:
-        raise InputError(f"--trace-duty: expected ON/PERIOD in seconds, e.g. 0.25/1 (got {text!r})") from None
+        raise InputError(
+            f"--trace-duty: expected auto, full or ON/PERIOD in seconds, e.g. 0.25/1 (got {text!r})"
+        ) from None
     on, period = round(on_s * 1e3), round(period_s * 1e3)
     if not (10 <= on < period):
         raise InputError(f"--trace-duty: need 10 ms ≤ ON < PERIOD (got {text!r})")
@@ -189,15 +191,16 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "auto",
         trace_duty: Annotated[
-            str | None,
+            str,
             typer.Option(
                 "--trace-duty",
-                metavar="ON/PERIOD",
-                help="Trace kernels for ON of every PERIOD seconds (e.g. 0.3/6) to cut CUPTI's per-launch "
-                "cost for launch-bound programs; rows then cover the traced time, so the program should run "
-                "for minutes (injection tracer only; measured costs in docs/attribution.md).",
+                metavar="auto|full|ON/PERIOD",
+                help="auto: trace every kernel for the first 3 s, then, if the program launches more than 2000 "
+                "kernels/s, 1 s of every 10 s (CUPTI detached in between), keeping CUPTI's cost under 3 %; "
+                "full: every kernel throughout; ON/PERIOD: trace ON of every PERIOD seconds (e.g. 0.3/6). "
+                "Duty-cycled rows cover the traced time (injection tracer only; costs in docs/attribution.md).",
             ),
-        ] = None,
+        ] = "auto",
         trace_duty_mode: Annotated[
             str,
             typer.Option(
@@ -223,7 +226,7 @@ def register(app: typer.Typer) -> None:
         """
         if top < 0:
             raise InputError(f"--top must be ≥ 0 (got {top})")
-        duty = parse_duty(trace_duty) if trace_duty is not None else None
+        duty = None if trace_duty in ("auto", "full") else parse_duty(trace_duty)
         from archline.measurement.attribute.run import run_program
         from archline.report.attribution_run import write_report_files
 
@@ -237,6 +240,7 @@ def register(app: typer.Typer) -> None:
             quiet_stdout=as_json,
             duty_ms=duty,
             duty_mode=trace_duty_mode,
+            duty_auto=trace_duty == "auto",
             render=write_report_files,
             backend=factory() if (factory := deps(ctx).attribution_backend) is not None else None,
         )

@@ -83,13 +83,13 @@ def toggle_fits(rows: Sequence[CsvRow], ctx: Ctx) -> list[ToggleFit]:
                     pts.append((x, e, u if u and u > 0 else None))
         if len(pts) < 3:
             continue
-        x = np.array([p[0] for p in pts]) / 100.0
+        xs = np.array([p[0] for p in pts]) / 100.0
         y = np.array([p[1] for p in pts])
         # Weights from the energy σ where every point has one; the residual scatter sets the slope's σ.
         sig = np.array([p[2] if p[2] is not None else 1.0 for p in pts])
-        a = np.vstack([np.ones_like(x), x]).T / sig[:, None]
+        a = np.vstack([np.ones_like(xs), xs]).T / sig[:, None]
         coef, *_ = np.linalg.lstsq(a, y / sig, rcond=None)
-        resid = (y - (coef[0] + coef[1] * x)) / sig
+        resid = (y - (coef[0] + coef[1] * xs)) / sig
         dof = max(len(pts) - 2, 1)
         cov = np.linalg.inv(a.T @ a) * max(float(resid @ resid) / dof, 1.0)
         out.append(ToggleFit(series, len(pts), float(coef[0]), float(coef[1]), float(np.sqrt(cov[1, 1]))))

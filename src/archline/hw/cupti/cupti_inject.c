@@ -46,6 +46,8 @@
  *     per-launch cost with it.
  * In detach mode the periodic flush thread is not started: a flush racing cuptiFinalize can
  * crash; each off-switch flushes instead, and CUPTI's own flush period runs while attached.
+ * $ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE" (with a duty cycle) first traces PROBE_MS ms, then
+ * cycles only if more than RATE kernels per second were launched; else it stays traced.
  *
  * Build: cc -shared -fPIC -O2 -Wall -Wextra -I<cupti include> -I<cuda include> cupti_inject.c \
  *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread
@@ -331,6 +333,9 @@ static void recycle(uint8_t *buffer, size_t size) {
   free(buffer);
 }
 
+/* Kernel records received so far (the automatic duty cycle's launch-rate probe). */
+static uint64_t kernels_seen = 0;
+
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size,
                                       size_t valid_size) {
   CUpti_Activity *rec = NULL;
@@ -342,6 +347,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const KernelRecord *k = (const KernelRecord *)rec;
+        __atomic_add_fetch(&kernels_seen, 1, __ATOMIC_RELAXED);
         memset(a, 0, sizeof *a);
         a->kind = ACT_KERNEL;
         a->name_id = name_id(k->name);
@@ -626,15 +632,36 @@ static void set_tracing(int on) {
   if (!on && duty_detach && subscriber != NULL && detach()) attached = 0;
 }
 
+/* Automatic duty cycle ($ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE"): trace the first PROBE_MS ms,
+ * then cycle only if the program launched more than RATE kernels per second in that time;
+ * otherwise stay traced for good (CUPTI's per-launch cost is then negligible). */
+static long auto_probe_ms = 0;
+static double auto_rate = 0.0;
+
+/* After the probe: 1 = launch-bound enough to cycle, 0 = stay traced (flusher started). */
+static int auto_decide(void) {
+  cuptiActivityFlushAll(0);
+  double rate = (double)__atomic_load_n(&kernels_seen, __ATOMIC_RELAXED) / ((double)auto_probe_ms / 1e3);
+  if (rate > auto_rate) return 1;
+  /* The detach subscriber stays, with no callback domain enabled: it costs no call. */
+  start_flusher();
+  return 0;
+}
+
 static void *duty_loop(void *arg) {
   (void)arg;
   int on = 1;
+  int probing = auto_probe_ms > 0;
   pthread_mutex_lock(&duty_mu);
   while (!duty_stop) {
-    long ms = on ? duty_on_ms : duty_period_ms - duty_on_ms;
+    long ms = probing ? auto_probe_ms : on ? duty_on_ms : duty_period_ms - duty_on_ms;
     struct timespec ts = deadline(ms);
     if (pthread_cond_timedwait(&duty_cv, &duty_mu, &ts) != ETIMEDOUT || duty_stop) continue;
     pthread_mutex_unlock(&duty_mu);
+    if (probing) {
+      probing = 0;
+      if (!auto_decide()) return NULL; /* traced throughout: the flusher takes over */
+    }
     on = !on;
     set_tracing(on);
     pthread_mutex_lock(&duty_mu);
@@ -653,6 +680,13 @@ static int duty_config(void) {
   duty_period_ms = period;
   const char *mode = getenv("ARCHLINE_CUPTI_DUTY_MODE");
   duty_detach = !(mode != NULL && strcmp(mode, "disable") == 0);
+  const char *aut = getenv("ARCHLINE_CUPTI_DUTY_AUTO");
+  long probe = 0;
+  double rate = 0.0;
+  if (aut != NULL && sscanf(aut, "%ld,%lf", &probe, &rate) == 2 && probe > 0 && rate >= 0) {
+    auto_probe_ms = probe;
+    auto_rate = rate;
+  }
   return 1;
 }
 

@@ -281,7 +281,9 @@ def _finish_file(
     out.clocks.append(clock)
     recs = to_records(raw, clock)
     out.records.extend(recs)
-    if marks:
+    # A duty cycle that never switched off (the automatic one, on a program below its launch
+    # rate) traced everything: no traced intervals then, as without a duty cycle.
+    if marks and not all(on for _, on in marks):
         host = [(clock.to_host_s(ns), on) for ns, on in marks]
         last = max([clock.to_host_s(p.device_ns) for p in end] + [r.end_s for r in recs] + [t for t, _ in host])
         out.traced = (out.traced or []) + traced_intervals(host, last)

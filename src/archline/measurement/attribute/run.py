@@ -35,6 +35,14 @@ __all__ = ["DUTY_MODES", "run_program"]
 #: How duty-cycled tracing switches off: detach CUPTI (cuptiFinalize), or disable its records only.
 DUTY_MODES = ("detach", "disable")
 
+#: The default tracing (``--trace-duty auto``): the first AUTO_PROBE_MS are traced in full; a program
+#: that launched more than AUTO_RATE_PER_S kernels per second in them is then traced
+#: AUTO_DUTY_MS[0] of every AUTO_DUTY_MS[1] ms (CUPTI detached in between), as CUPTI's per-launch
+#: cost (about 1 µs) would slow it down; any other program stays traced throughout.
+AUTO_PROBE_MS = 3000
+AUTO_RATE_PER_S = 2000.0
+AUTO_DUTY_MS = (1000, 10000)
+
 
 def _default_out() -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -66,6 +74,7 @@ def run_program(
     duty_ms: tuple[int, int] | None = None,
     duty_mode: str = "detach",
     render: ReportWriter | None = None,
+    duty_auto: bool = False,
 ) -> tuple[Attribution, int, str | None]:
     """Run ``cmd`` under an :class:`Attribution` writing into ``out``; return it, the exit status, and
     the program's failure (a line) if it raised in-process.
@@ -75,6 +84,9 @@ def run_program(
     ``duty_mode`` says how tracing is switched off: ``detach`` CUPTI from the process, or only
     ``disable`` its activity records. ``render`` writes the run's report files (the report
     layer's :func:`~archline.report.attribution_run.write_report_files`; the CLI passes it).
+    ``duty_auto`` (the CLI's default) traces in full first and cycles only a launch-bound program
+    (:data:`AUTO_PROBE_MS`, :data:`AUTO_RATE_PER_S`, :data:`AUTO_DUTY_MS`); without the injection
+    tracer it traces throughout and says so.
     """
     check_tracer(tracer)
     if duty_mode not in DUTY_MODES:
@@ -91,13 +103,30 @@ def run_program(
     choice = choose_tracer(spec, tracer, trace=trace, build=backend.injection or _build_injection)
     if choice.note:
         notes.append(choice.note)
-    if duty_ms is not None and trace:
+    if duty_auto and duty_ms is None:
+        duty_ms = AUTO_DUTY_MS
+    if duty_ms is not None and trace and duty_auto and (choice.mode != "inject" or choice.lib is None):
+        notes.append(
+            "tracing: every kernel, throughout (the automatic duty cycle needs the injection tracer); "
+            "CUPTI costs launch-bound programs 4–16 % (docs/attribution.md)"
+        )
+    elif duty_ms is not None and trace:
         if choice.mode != "inject" or choice.lib is None:
             raise InputError("--trace-duty needs the injection tracer (--tracer inject or auto with a C compiler)")
         env["ARCHLINE_CUPTI_DUTY_MS"] = f"{duty_ms[0]},{duty_ms[1]}"
         env["ARCHLINE_CUPTI_DUTY_MODE"] = duty_mode
         how = "CUPTI detached" if duty_mode == "detach" else "CUPTI's records disabled"
-        notes.append(f"tracing duty cycle: kernels traced {duty_ms[0]} ms of every {duty_ms[1]} ms ({how} in between)")
+        cycle = f"kernels traced {duty_ms[0]} ms of every {duty_ms[1]} ms ({how} in between)"
+        if duty_auto:
+            env["ARCHLINE_CUPTI_DUTY_AUTO"] = f"{AUTO_PROBE_MS},{AUTO_RATE_PER_S:g}"
+            notes.append(
+                f"tracing: automatic — every kernel for the first {AUTO_PROBE_MS / 1e3:g} s; then, if the program "
+                f"launched more than {AUTO_RATE_PER_S:g} kernels/s, {cycle}, else every kernel throughout. "
+                "Expected cost: under 3 % of the program's time (docs/attribution.md); --trace-duty full "
+                "traces everything (4–16 % for launch-bound programs)"
+            )
+        else:
+            notes.append(f"tracing duty cycle: {cycle}")
     if choice.mode == "python":
         for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
             if k in env:
