@@ -16,6 +16,8 @@
 #   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops, overhead)
 #   tensor          archline characterize --only tensor --only operand.ffma (tensor cores, operand data)
 #   model           benchmarks/validate_model_ml.py (the frozen model on held-out ML kernels)
+#   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
+#                   training and a decode loop; 5 alternating repetitions)
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
 #   probe           benchmarks/replay_probe.py (which node switches a captured step survives)
 #
@@ -76,6 +78,7 @@ for s in "$@"; do
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma -o "$R/characterize-tensor" ;;
     model) step model 330 python3 "$B/validate_model_ml.py" --out "$R/model" --components "$R/tensor/characterize" "${q[@]}" ;;
     probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
+    overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps 5 --min-block-s ${OVERHEAD_BLOCK_S:-8} --out "$R/run/overhead-auto" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac
