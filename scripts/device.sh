@@ -78,7 +78,8 @@ for s in "$@"; do
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma -o "$R/characterize-tensor" ;;
     model) step model 330 python3 "$B/validate_model_ml.py" --out "$R/model" --components "$R/tensor/characterize" "${q[@]}" ;;
     probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
-    overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps 5 --min-block-s ${OVERHEAD_BLOCK_S:-8} --out "$R/run/overhead-auto" ;;
+    overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps 5 --min-block-s ${OVERHEAD_BLOCK_S:-8} --out /tmp/archline-overhead
+              mkdir -p "$R/run/overhead-auto" && cp /tmp/archline-overhead/overhead_summary.json "$OUT/logs/overhead.log" "$R/run/overhead-auto/" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac

@@ -46,8 +46,8 @@
  *     per-launch cost with it.
  * In detach mode the periodic flush thread is not started: a flush racing cuptiFinalize can
  * crash; each off-switch flushes instead, and CUPTI's own flush period runs while attached.
- * $ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE" (with a duty cycle) first traces PROBE_MS ms, then
- * cycles only if more than RATE kernels per second were launched; else it stays traced.
+ * $ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE" (with a duty cycle) traces in full and starts cycling
+ * after the first PROBE_MS window that saw more than RATE kernels per second; else stays traced.
  *
  * Build: cc -shared -fPIC -O2 -Wall -Wextra -I<cupti include> -I<cuda include> cupti_inject.c \
  *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread
@@ -632,20 +632,23 @@ static void set_tracing(int on) {
   if (!on && duty_detach && subscriber != NULL && detach()) attached = 0;
 }
 
-/* Automatic duty cycle ($ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE"): trace the first PROBE_MS ms,
- * then cycle only if the program launched more than RATE kernels per second in that time;
- * otherwise stay traced for good (CUPTI's per-launch cost is then negligible). */
+/* Automatic duty cycle ($ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE"): trace in full, and at the end of
+ * every PROBE_MS window check the launch rate of that window; once a window saw more than RATE
+ * kernels per second (a launch-bound phase: training or decoding after its set-up), start cycling.
+ * Until then the program stays traced (CUPTI's per-launch cost is negligible at low rates), and
+ * this thread flushes CUPTI's buffers at each check, in place of the flush thread (which must
+ * not run in detach mode: a flush racing cuptiFinalize can crash). */
 static long auto_probe_ms = 0;
 static double auto_rate = 0.0;
+static uint64_t auto_last = 0;
 
-/* After the probe: 1 = launch-bound enough to cycle, 0 = stay traced (flusher started). */
+/* After a probe window: 1 = launch-bound enough to cycle, 0 = keep tracing and probing. */
 static int auto_decide(void) {
   cuptiActivityFlushAll(0);
-  double rate = (double)__atomic_load_n(&kernels_seen, __ATOMIC_RELAXED) / ((double)auto_probe_ms / 1e3);
-  if (rate > auto_rate) return 1;
-  /* The detach subscriber stays, with no callback domain enabled: it costs no call. */
-  start_flusher();
-  return 0;
+  uint64_t seen = __atomic_load_n(&kernels_seen, __ATOMIC_RELAXED);
+  double rate = (double)(seen - auto_last) / ((double)auto_probe_ms / 1e3);
+  auto_last = seen;
+  return rate > auto_rate;
 }
 
 static void *duty_loop(void *arg) {
@@ -659,8 +662,10 @@ static void *duty_loop(void *arg) {
     if (pthread_cond_timedwait(&duty_cv, &duty_mu, &ts) != ETIMEDOUT || duty_stop) continue;
     pthread_mutex_unlock(&duty_mu);
     if (probing) {
-      probing = 0;
-      if (!auto_decide()) return NULL; /* traced throughout: the flusher takes over */
+      probing = !auto_decide();
+      pthread_mutex_lock(&duty_mu);
+      if (probing) continue; /* still traced in full: probe the next window */
+      pthread_mutex_unlock(&duty_mu);
     }
     on = !on;
     set_tracing(on);
