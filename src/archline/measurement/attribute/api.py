@@ -21,10 +21,11 @@ from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribute.design import GAP_NAMES
 from archline.measurement.attribute.io import ChunkWriter, save_raw
+from archline.measurement.attribute.program import ProgramSpec
 from archline.records import Manifest, RunDir, RunStatus
 from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult, KernelTable
 
-__all__ = ["SOURCES", "Attribution", "Backend", "Tracer", "attribute", "launch_bound_note", "nvml_backend"]
+__all__ = ["SOURCES", "Attribution", "Backend", "ChildRunner", "Tracer", "attribute", "launch_bound_note", "nvml_backend"]
 
 #: The sensor channels an attribution records.
 SOURCES = ("nvml.buffer", "nvml.energy")
@@ -40,6 +41,13 @@ class Tracer(Protocol):
     def start(self) -> Any: ...
 
     def stop(self) -> list[ActivityRecord]: ...
+
+
+class ChildRunner(Protocol):
+    """Runs the measured program as a child process and returns its exit status
+    (:func:`archline.measurement.attribute.program.run_binary`)."""
+
+    def __call__(self, spec: ProgramSpec, env: Mapping[str, str], *, stdout_to_stderr: bool = False) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,9 @@ class Backend:
     #: ~100 ms and the attribution needs several updates on either side.
     pre_s: float = 0.5
     post_s: float = 0.5
+    #: Runs a child program (None: :func:`~archline.measurement.attribute.program.run_binary`); a
+    #: simulated GPU moves its clock by the time the child ran.
+    run_child: ChildRunner | None = None
 
 
 def nvml_backend() -> Backend:
