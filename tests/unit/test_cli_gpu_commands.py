@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from archline.cli._common import Deps
 from archline.cli.app import app
+from tests.helpers.fake_gpu import FakeClock
 from tests.helpers.fake_nvml import make_fake_nvml
 
 
@@ -117,19 +119,20 @@ def test_refresh_targets_recomputes_from_the_runs_own_tables(tmp_path: Path) -> 
 
 def test_monitor_records_every_source_to_a_trace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import sys
-    import time
 
     from archline.records.traces import read_trace_csv
     from tests.helpers.fake_nvml import make_fake_nvml
 
-    now_us = time.time_ns() // 1000
+    clock = FakeClock()
+    now_us = round(clock.now_s() * 1e6)
+    # The buffer holds 39 samples 20 ms apart; the monitor runs 0.6 s on the fake clock.
     fake = make_fake_nvml(samples=[(now_us + 20_000 * k, 100_000 + 1000 * k) for k in range(1, 40)])
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     out = tmp_path / "trace.csv"
-    res = CliRunner().invoke(app, ["monitor", "--duration", "0.6", "-o", str(out)])
+    res = CliRunner().invoke(app, ["monitor", "--duration", "0.6", "-o", str(out)], obj=Deps(clock=clock))
     assert res.exit_code == 0, res.output
     r = read_trace_csv(out)
-    assert len(r) >= 5 and r.value.min() >= 100.0  # the buffer's readings, in W
+    assert len(r) == 39 and r.value.min() == 101.0 and r.value.max() == 139.0  # the buffer's readings, in W
     assert fake.state["init"] == 0  # every NVML session was closed
 
 
@@ -148,7 +151,7 @@ def test_monitor_all_closes_the_gpus_it_opened_when_a_later_one_fails(monkeypatc
 
     monkeypatch.setattr(fake, "nvmlDeviceGetHandleByIndex", second_is_lost)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    res = CliRunner().invoke(app, ["monitor", "--gpu", "all", "--duration", "0.3"])
+    res = CliRunner().invoke(app, ["monitor", "--gpu", "all", "--duration", "0.3"], obj=Deps(clock=FakeClock()))
     assert res.exit_code != 0
     _one_line_error(res)
     assert fake.state["init"] == 0  # GPU 0's NVML session was closed too

@@ -173,7 +173,7 @@ class _BrokenSource(FakeSource):
 
 
 class _InterruptedPostSleep:
-    """The fake GPU's clock, except that the sleep after the block (``post_s``) is interrupted, as by a second Ctrl-C."""
+    """The fake GPU's clock, except that the sleep after the block (``post_s``) is interrupted (a second Ctrl-C)."""
 
     post_s = 0.123
 

@@ -25,7 +25,16 @@ from archline.measurement.attribute.program import ProgramSpec
 from archline.records import Manifest, RunDir, RunStatus
 from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult, KernelTable
 
-__all__ = ["SOURCES", "Attribution", "Backend", "ChildRunner", "Tracer", "attribute", "launch_bound_note", "nvml_backend"]
+__all__ = [
+    "SOURCES",
+    "Attribution",
+    "Backend",
+    "ChildRunner",
+    "Tracer",
+    "attribute",
+    "launch_bound_note",
+    "nvml_backend",
+]
 
 #: The sensor channels an attribution records.
 SOURCES = ("nvml.buffer", "nvml.energy")
