@@ -160,14 +160,18 @@ def test_monitor_all_closes_the_gpus_it_opened_when_a_later_one_fails(monkeypatc
 def test_measure_passes_a_signal_death_through_as_128_plus_n(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
-    res = CliRunner().invoke(app, ["measure", "--json", "--", "sh", "-c", "kill -9 $$"])
+    fake = make_fake_nvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    res = CliRunner().invoke(app, ["measure", "--json", "--", "sh", "-c", "kill -9 $$"], obj=Deps(clock=FakeClock()))
     assert res.exit_code == 128 + 9, res.output
     assert json.loads(res.stdout)["exit_code"] == 137
+    assert fake.state["init"] == 0  # the command's NVML session was closed
 
 
 def test_measure_of_a_missing_command_is_one_line_127(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
-    res = CliRunner().invoke(app, ["measure", "--", "archline-no-such-command-xyz", "--flag"])
+    res = CliRunner().invoke(
+        app, ["measure", "--", "archline-no-such-command-xyz", "--flag"], obj=Deps(clock=FakeClock())
+    )
     assert res.exit_code == 127
     assert "archline-no-such-command-xyz" in _one_line_error(res)
