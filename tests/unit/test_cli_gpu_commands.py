@@ -175,3 +175,29 @@ def test_measure_of_a_missing_command_is_one_line_127(monkeypatch: pytest.Monkey
     )
     assert res.exit_code == 127
     assert "archline-no-such-command-xyz" in _one_line_error(res)
+
+
+def test_run_opens_one_nvml_session_for_its_sensors_and_device_facts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = make_fake_nvml()
+    inits: list[int] = []
+    init = fake.nvmlInit
+
+    def counted() -> None:
+        inits.append(1)
+        init()
+
+    monkeypatch.setattr(fake, "nvmlInit", counted)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(
+        app, ["run", "--no-kernels", "-o", str(out), "--", "sh", "-c", "exit 0"], obj=Deps(clock=FakeClock())
+    )
+    # The fake NVML's sensors hold no readings: the run fails in one line, its directory kept.
+    assert res.exit_code == 1 and "no usable 'nvml.energy' or 'nvml.buffer' readings" in res.output, res.output
+    from archline.records import RunDir
+
+    m = RunDir.open(out).manifest
+    assert m.gpu.get("name") and m.state_before and m.state_after  # the device facts came through the session
+    assert len(inits) == 1 and fake.state["init"] == 0  # one session for the command, closed

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Deps",
+    "GpuSessions",
     "console",
     "deps",
     "err_console",
@@ -72,6 +73,28 @@ class Deps:
         from archline.hw.nvml import NVMLSession
 
         return NVMLSession(gpu, clock=self.clock)
+
+
+class GpuSessions:
+    """The hardware sessions of one command, opened through :meth:`Deps.open_gpu` when first asked for
+    (``sessions(gpu)``), one per GPU, all closed when the ``with`` block ends."""
+
+    def __init__(self, d: Deps) -> None:
+        self._deps = d
+        self._open: dict[int, NVMLSession] = {}
+
+    def __call__(self, gpu: int) -> NVMLSession:
+        if gpu not in self._open:
+            self._open[gpu] = self._deps.open_gpu(gpu)
+        return self._open[gpu]
+
+    def __enter__(self) -> GpuSessions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for session in self._open.values():
+            session.close()
+        self._open.clear()
 
 
 def deps(ctx: typer.Context) -> Deps:
