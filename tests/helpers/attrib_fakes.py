@@ -1,12 +1,17 @@
-"""Fakes for attribution tests: a fake GPU whose 'kernels' draw known power, its sensors, its tracer, a fake cupti."""
+"""Fakes for attribution tests: a fake GPU whose 'kernels' draw known power, its sensors, its tracer, a fake cupti.
+
+Everything runs on the fake clock of tests/helpers (it moves only when a kernel 'runs' or the
+code sleeps), so every recording, and every attribution computed from it, is deterministic.
+"""
 
 from __future__ import annotations
 
 import enum
+import os
 import struct
-import threading
-import time
-from collections.abc import Callable, Sequence
+import tempfile
+import types
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,46 +22,76 @@ from archline.core.readings import Readings, empty_readings
 from archline.errors import CUPTIUnavailableError, GPUUnavailableError
 from archline.hw.cupti.inject import ACTIVITY_DTYPE, CHUNK_HEADER, MAGIC, ActivityType, ChunkType
 from archline.measurement.attribute.api import Backend
+from archline.measurement.attribute.program import ProgramSpec, run_binary
+from tests.helpers.fake_gpu import FakeClock
 
-#: The FakeGPU a test installed, so that a program run in-process can launch 'kernels' on it.
-CURRENT: list[FakeGPU] = []
+#: The module name under which a test installs a FakeGPU (``monkeypatch.setitem(sys.modules, ...)``)
+#: so that a program run in-process can ``import`` it and launch 'kernels' on it, as a real one imports torch.
+PROGRAM_MODULE = "archline_fake_cuda"
+
+#: Environment variables a child program reads to run on the fake clock: its start (ns) and the file
+#: where it writes the fake time (ns) at which it ended.
+CHILD_START_NS = "ARCHLINE_FAKE_CLOCK_NS"
+CHILD_END_FILE = "ARCHLINE_FAKE_CLOCK_END"
 
 
 class FakeGPU:
-    """A GPU that draws ``idle_w`` at rest and a kernel's power while one 'runs' (time.sleep).
+    """A GPU that draws ``idle_w`` at rest and a kernel's power while one 'runs' (the fake clock moves on).
 
     Its energy counter updates every ``counter_period_s``; its buffer samples every
-    ``buffer_period_s`` (each the mean power since the last). All on the real wall clock.
+    ``buffer_period_s`` (each the mean power since the last).
     """
 
-    def __init__(self, idle_w: float = 100.0, counter_period_s: float = 0.02, buffer_period_s: float = 0.005) -> None:
+    def __init__(
+        self,
+        idle_w: float = 100.0,
+        counter_period_s: float = 0.02,
+        buffer_period_s: float = 0.005,
+        clock: FakeClock | None = None,
+        child_default_s: float = 0.2,
+    ) -> None:
+        self.clock = clock or FakeClock()
         self.idle_w = idle_w
         self.counter_period_s = counter_period_s
         self.buffer_period_s = buffer_period_s
-        self.t0 = time.time()
-        self._lock = threading.Lock()
+        #: How long a child program that does not say when it ended 'runs' on the fake clock.
+        self.child_default_s = child_default_s
+        self.t0 = self.clock.now_s()
         self.kernels: list[tuple[str, float, float, float]] = []
 
     def launch(self, name: str, duration_s: float, power_w: float) -> None:
-        # Registered before it 'runs', so sensors read while it runs see its power.
-        s = time.time()
-        e = s + duration_s
-        with self._lock:
-            self.kernels.append((name, s, e, power_w))
-        time.sleep(max(0.0, e - time.time()))
-        while time.time() < e:
-            pass
+        s = self.clock.now_s()
+        self.clock.sleep(duration_s)
+        self.kernels.append((name, s, self.clock.now_s(), power_w))
+
+    def module(self) -> types.ModuleType:
+        """This GPU as a module a program imports (installed in sys.modules as :data:`PROGRAM_MODULE`)."""
+        m = types.ModuleType(PROGRAM_MODULE)
+        m.launch = self.launch  # type: ignore[attr-defined]
+        return m
 
     def energy_j(self, t: float) -> float:
-        with self._lock:
-            ks = list(self.kernels)
         e = self.idle_w * (t - self.t0)
-        for _, s, end, p in ks:
+        for _, s, end, p in self.kernels:
             e += (p - self.idle_w) * max(0.0, min(end, t) - s)
         return e
 
+    def run_child(self, spec: ProgramSpec, env: Mapping[str, str], *, stdout_to_stderr: bool = False) -> int:
+        """Run the child for real, telling it the fake time; then move the fake clock to when it says it ended."""
+        fd, end_file = tempfile.mkstemp(prefix="archline-fake-end-")
+        os.close(fd)
+        try:
+            env = {**env, CHILD_START_NS: str(round(self.clock.now_s() * 1e9)), CHILD_END_FILE: end_file}
+            code = run_binary(spec, env, stdout_to_stderr=stdout_to_stderr)
+            text = Path(end_file).read_text().strip()
+        finally:
+            os.unlink(end_file)
+        end_s = int(text) * 1e-9 if text else self.clock.now_s() + self.child_default_s
+        self.clock.sleep(end_s - self.clock.now_s())
+        return code
+
     def backend(self, *, fail_tracer: bool = False, no_gpu: bool = False, injection: Path | None = None) -> Backend:
-        """Sensors and tracer of this GPU. ``injection``: the path the injection build returns
+        """Sensors, tracer and clock of this GPU. ``injection``: the path the injection build returns
         (None: the build fails, as on a machine without CUPTI)."""
 
         def open_sources(gpu: int) -> list[Any]:
@@ -77,13 +112,18 @@ class FakeGPU:
             lambda gpu: {"name": "Fake GPU", "uuid": "GPU-fake"},
             lambda gpu: {"power_limit_w": 700.0},
             tracer,
+            clock=self.clock,
             pre_s=0.15,
             post_s=0.15,
             injection=build_injection,
+            run_child=self.run_child,
         )
 
 
-class _Source:
+class FakeSource:
+    """What the fake sensors share: a reader that returns everything since its last read (the sampler
+    reads a source on an injected clock only when flushed or stopped)."""
+
     quantity: Any = "power"
     poll_interval_s = 0.003
     blocking = False
@@ -92,40 +132,48 @@ class _Source:
 
     def __init__(self, gpu: FakeGPU) -> None:
         self.gpu = gpu
-        self._last = gpu.t0
+        self.last_s = gpu.t0
 
     def close(self) -> None:
         pass
 
 
-class CounterSource(_Source):
-    """A cumulative energy counter (J), updated on a regular grid, read at the time of the query."""
+class CounterSource(FakeSource):
+    """A cumulative energy counter (J), updated on a regular grid, polled every ``poll_interval_s``:
+    each poll reads the value of the counter's latest update."""
 
     name = "nvml.energy"
     quantity = "energy"
 
     def read(self) -> Readings:
-        now = time.time()
+        now = self.gpu.clock.now_s()
+        step = self.poll_interval_s
+        k0 = int(np.floor((self.last_s - self.gpu.t0) / step + 1e-9)) + 1
+        k1 = int(np.floor((now - self.gpu.t0) / step + 1e-9))
+        if k1 < k0:
+            return empty_readings(self.name, "energy")
+        polls = self.gpu.t0 + np.arange(k0, k1 + 1) * step
         period = self.gpu.counter_period_s
-        last_update = self.gpu.t0 + np.floor((now - self.gpu.t0) / period) * period
-        return Readings(self.name, "energy", np.array([now]), np.array([1e6 + self.gpu.energy_j(last_update)]))
+        updates = self.gpu.t0 + np.floor((polls - self.gpu.t0) / period + 1e-9) * period
+        self.last_s = float(polls[-1])
+        return Readings(self.name, "energy", polls, np.array([1e6 + self.gpu.energy_j(u) for u in updates]))
 
 
-class BufferSource(_Source):
+class BufferSource(FakeSource):
     """An averaging power sensor: one reading per period, the mean power since the previous one."""
 
     name = "nvml.buffer"
 
     def read(self) -> Readings:
-        now = time.time()
+        now = self.gpu.clock.now_s()
         p = self.gpu.buffer_period_s
-        k0 = int(np.floor((self._last - self.gpu.t0) / p)) + 1
-        k1 = int(np.floor((now - self.gpu.t0) / p))
+        k0 = int(np.floor((self.last_s - self.gpu.t0) / p + 1e-9)) + 1
+        k1 = int(np.floor((now - self.gpu.t0) / p + 1e-9))
         if k1 < k0:
             return empty_readings(self.name, "power")
         ts = self.gpu.t0 + np.arange(k0, k1 + 1) * p
         vals = np.array([(self.gpu.energy_j(t) - self.gpu.energy_j(t - p)) / p for t in ts])
-        self._last = float(ts[-1])
+        self.last_s = float(ts[-1])
         return Readings(self.name, "power", ts, vals)
 
 
@@ -139,17 +187,17 @@ class FakeTracer:
         self.records: list[ActivityRecord] = []
         self.batch_errors: list[str] = []
         self.clock_map = None
-        self._start = 0.0
+        self.start_s = 0.0
 
     def start(self) -> FakeTracer:
         if self.fail:
             raise CUPTIUnavailableError("CUPTI cannot enable activity tracing (ERROR_INSUFFICIENT_PRIVILEGES)")
-        self._start = time.time()
+        self.start_s = self.gpu.clock.now_s()
         return self
 
     def stop(self) -> list[ActivityRecord]:
-        ks = [k for k in self.gpu.kernels if k[1] >= self._start]
-        raw = [("kernel", n, int(s * 1e9), int(e * 1e9), 7, i, 0, 0) for i, (n, s, e, _) in enumerate(ks)]
+        ks = [k for k in self.gpu.kernels if k[1] >= self.start_s]
+        raw = [("kernel", n, round(s * 1e9), round(e * 1e9), 7, i, 0, 0) for i, (n, s, e, _) in enumerate(ks)]
         if self.on_batch is not None and raw:
             self.on_batch(raw)
         self.records = [ActivityRecord(n, s, e, stream=7, correlation_id=i) for i, (n, s, e, _) in enumerate(ks)]

@@ -102,25 +102,34 @@ def simulate_program(
     counts = np.zeros(k, np.int64)
     t = pre_s
     p_end = pre_s + program_s
+    dur_s = np.array([kern.duration_s for kern in kernels])
+    dur_cv = np.array([kern.duration_cv for kern in kernels])
+    pw_w = np.array([kern.power_w for kern in kernels])
+    pw_cv = np.array([kern.power_cv for kern in kernels])
     while t < p_end:
         q = rng.dirichlet(np.full(k, mix_concentration))
         b_end = min(t + rng.uniform(*block_s), p_end)
         mean_gap = float(np.exp(rng.uniform(np.log(launch_gap_s[0]), np.log(launch_gap_s[1]))))
-        while t < b_end:
-            gap = rng.exponential(mean_gap)
-            seg_start.append(t)
-            seg_power.append(gap_power_w)
-            t += gap
-            i = int(rng.choice(k, p=q))
-            kern = kernels[i]
-            dur = kern.duration_s * max(0.2, 1.0 + kern.duration_cv * rng.standard_normal())
-            pw = kern.power_w * max(0.2, 1.0 + kern.power_cv * rng.standard_normal())
-            seg_start.append(t)
-            seg_power.append(pw)
-            acts.append((i, t, t + dur))
-            truth[i] += pw * dur
-            counts[i] += 1
-            t += dur
+        while t < b_end:  # calls in batches (drawn at once; a block is cut at the first call past its end)
+            n = 256
+            gap = rng.exponential(mean_gap, n)
+            idx = rng.choice(k, p=q, size=n)
+            dur = np.maximum(0.2, 1.0 + dur_cv[idx] * rng.standard_normal(n)) * dur_s[idx]
+            pw = np.maximum(0.2, 1.0 + pw_cv[idx] * rng.standard_normal(n)) * pw_w[idx]
+            before = t + np.concatenate([[0.0], np.cumsum(gap + dur)[:-1]])
+            m = int(np.searchsorted(before, b_end, side="left"))  # calls that start before the block ends
+            starts = before[:m] + gap[:m]
+            for j in range(m):
+                seg_start.append(float(before[j]))
+                seg_power.append(gap_power_w)
+                seg_start.append(float(starts[j]))
+                seg_power.append(float(pw[j]))
+                acts.append((int(idx[j]), float(starts[j]), float(starts[j] + dur[j])))
+            np.add.at(truth, idx[:m], pw[:m] * dur[:m])
+            np.add.at(counts, idx[:m], 1)
+            t = float(starts[m - 1] + dur[m - 1]) if m else t
+            if m < n:
+                break
         if t < p_end and rng.random() < idle_prob:
             seg_start.append(t)
             seg_power.append(wait_power_w)

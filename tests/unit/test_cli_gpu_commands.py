@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from archline.cli._common import Deps
 from archline.cli.app import app
+from tests.helpers.fake_gpu import FakeClock
 from tests.helpers.fake_nvml import make_fake_nvml
 
 
@@ -117,19 +119,20 @@ def test_refresh_targets_recomputes_from_the_runs_own_tables(tmp_path: Path) -> 
 
 def test_monitor_records_every_source_to_a_trace(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import sys
-    import time
 
     from archline.records.traces import read_trace_csv
     from tests.helpers.fake_nvml import make_fake_nvml
 
-    now_us = time.time_ns() // 1000
+    clock = FakeClock()
+    now_us = round(clock.now_s() * 1e6)
+    # The buffer holds 39 samples 20 ms apart; the monitor runs 0.6 s on the fake clock.
     fake = make_fake_nvml(samples=[(now_us + 20_000 * k, 100_000 + 1000 * k) for k in range(1, 40)])
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     out = tmp_path / "trace.csv"
-    res = CliRunner().invoke(app, ["monitor", "--duration", "0.6", "-o", str(out)])
+    res = CliRunner().invoke(app, ["monitor", "--duration", "0.6", "-o", str(out)], obj=Deps(clock=clock))
     assert res.exit_code == 0, res.output
     r = read_trace_csv(out)
-    assert len(r) >= 5 and r.value.min() >= 100.0  # the buffer's readings, in W
+    assert len(r) == 39 and r.value.min() == 101.0 and r.value.max() == 139.0  # the buffer's readings, in W
     assert fake.state["init"] == 0  # every NVML session was closed
 
 
@@ -148,7 +151,7 @@ def test_monitor_all_closes_the_gpus_it_opened_when_a_later_one_fails(monkeypatc
 
     monkeypatch.setattr(fake, "nvmlDeviceGetHandleByIndex", second_is_lost)
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    res = CliRunner().invoke(app, ["monitor", "--gpu", "all", "--duration", "0.3"])
+    res = CliRunner().invoke(app, ["monitor", "--gpu", "all", "--duration", "0.3"], obj=Deps(clock=FakeClock()))
     assert res.exit_code != 0
     _one_line_error(res)
     assert fake.state["init"] == 0  # GPU 0's NVML session was closed too
@@ -157,14 +160,44 @@ def test_monitor_all_closes_the_gpus_it_opened_when_a_later_one_fails(monkeypatc
 def test_measure_passes_a_signal_death_through_as_128_plus_n(monkeypatch: pytest.MonkeyPatch) -> None:
     import json
 
-    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
-    res = CliRunner().invoke(app, ["measure", "--json", "--", "sh", "-c", "kill -9 $$"])
+    fake = make_fake_nvml()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    res = CliRunner().invoke(app, ["measure", "--json", "--", "sh", "-c", "kill -9 $$"], obj=Deps(clock=FakeClock()))
     assert res.exit_code == 128 + 9, res.output
     assert json.loads(res.stdout)["exit_code"] == 137
+    assert fake.state["init"] == 0  # the command's NVML session was closed
 
 
 def test_measure_of_a_missing_command_is_one_line_127(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
-    res = CliRunner().invoke(app, ["measure", "--", "archline-no-such-command-xyz", "--flag"])
+    res = CliRunner().invoke(
+        app, ["measure", "--", "archline-no-such-command-xyz", "--flag"], obj=Deps(clock=FakeClock())
+    )
     assert res.exit_code == 127
     assert "archline-no-such-command-xyz" in _one_line_error(res)
+
+
+def test_run_opens_one_nvml_session_for_its_sensors_and_device_facts(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = make_fake_nvml()
+    inits: list[int] = []
+    init = fake.nvmlInit
+
+    def counted() -> None:
+        inits.append(1)
+        init()
+
+    monkeypatch.setattr(fake, "nvmlInit", counted)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    out = tmp_path / "r"
+    res = CliRunner().invoke(
+        app, ["run", "--no-kernels", "-o", str(out), "--", "sh", "-c", "exit 0"], obj=Deps(clock=FakeClock())
+    )
+    # The fake NVML's sensors hold no readings: the run fails in one line, its directory kept.
+    assert res.exit_code == 1 and "no usable 'nvml.energy' or 'nvml.buffer' readings" in res.output, res.output
+    from archline.records import RunDir
+
+    m = RunDir.open(out).manifest
+    assert m.gpu.get("name") and m.state_before and m.state_after  # the device facts came through the session
+    assert len(inits) == 1 and fake.state["init"] == 0  # one session for the command, closed

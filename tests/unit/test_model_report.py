@@ -11,7 +11,14 @@ from archline.errors import RunDirError
 from archline.model.build import MODEL_FILE, fit_run_dir
 from archline.model.reference import GTX_580
 from archline.report.interactive import charts_available
-from archline.report.roofline import HTML_NAME, MARKDOWN_NAME, POWER_PLOT, ROOFLINE_PLOT, render_roofline
+from archline.report.roofline import (
+    HTML_NAME,
+    MARKDOWN_NAME,
+    POWER_PLOT,
+    ROOFLINE_PLOT,
+    RooflineSection,
+    render_roofline,
+)
 from tests.helpers.roofline_synth import H100_LIKE, write_run_dir
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -19,12 +26,19 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_run_dir(tmp_path_factory.mktemp("report") / "run", H100_LIKE, np.random.default_rng(61))
-
-
-def test_renderer_writes_markdown_html_and_plots(run: Path, tmp_path: Path) -> None:
+    run = write_run_dir(tmp_path_factory.mktemp("report") / "run", H100_LIKE, np.random.default_rng(61))
     fit_run_dir(run)
-    sec = render_roofline(run, tmp_path / "out")
+    return run
+
+
+@pytest.fixture(scope="module")
+def rendered(run: Path, tmp_path_factory: pytest.TempPathFactory) -> RooflineSection:
+    """The run's report, rendered once for the tests that read it (plots take most of the time)."""
+    return render_roofline(run, tmp_path_factory.mktemp("out"))
+
+
+def test_renderer_writes_markdown_html_and_plots(rendered: RooflineSection) -> None:
+    sec = rendered
     for p in (sec.markdown_path, sec.html_path, *sec.plot_paths):
         assert p.is_file() and p.stat().st_size > 0
     assert {p.name for p in sec.plot_paths} == {ROOFLINE_PLOT, POWER_PLOT}
@@ -34,9 +48,9 @@ def test_renderer_writes_markdown_html_and_plots(run: Path, tmp_path: Path) -> N
     assert sec.markdown_path.read_text() == sec.markdown
 
 
-def test_markdown_contains_the_table_rows(run: Path, tmp_path: Path) -> None:
-    model = fit_run_dir(run, write=False)
-    md = render_roofline(run, tmp_path, model=model).markdown
+def test_markdown_contains_the_table_rows(run: Path, rendered: RooflineSection) -> None:
+    model = fit_run_dir(run, write=False)  # the same fit the report read from the run's model file
+    md = rendered.markdown
     for title in ("Table III", "Table IV", "Table II", "Power cap", "Held-out kernels"):
         assert title in md
     for row in ("| ε_s | pJ/flop |", "| ε_mem | pJ/B |", "| π0 | W |", "| B_τ = τ_mem/τ_flop | flop/B |", "| η_flop"):
@@ -55,8 +69,8 @@ def test_markdown_contains_the_table_rows(run: Path, tmp_path: Path) -> None:
     assert f"![Roofline and arch line]({ROOFLINE_PLOT})" in md
 
 
-def test_html_fragment_is_a_section_with_escaped_tables(run: Path, tmp_path: Path) -> None:
-    html = render_roofline(run, tmp_path).html_fragment
+def test_html_fragment_is_a_section_with_escaped_tables(rendered: RooflineSection) -> None:
+    html = rendered.html_fragment
     assert html.startswith('<section class="archline-roofline">')
     assert html.rstrip().endswith("</section>")
     assert html.count("<table>") == html.count("</table>") >= 5
@@ -66,8 +80,8 @@ def test_html_fragment_is_a_section_with_escaped_tables(run: Path, tmp_path: Pat
     assert "B̂_ε" in html
 
 
-def test_standalone_roofline_page_is_styled(run: Path, tmp_path: Path) -> None:
-    page = (render_roofline(run, tmp_path).html_path).read_text(encoding="utf-8")
+def test_standalone_roofline_page_is_styled(rendered: RooflineSection) -> None:
+    page = rendered.html_path.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "max-width:1200px" in page
 
 

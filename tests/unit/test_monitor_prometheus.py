@@ -9,6 +9,7 @@ import urllib.request
 import pytest
 from typer.testing import CliRunner
 
+from archline.cli._common import Deps
 from archline.cli.app import app
 from archline.hw import nvml
 from archline.measurement.exporter import GpuSources, serve
@@ -57,7 +58,9 @@ def test_monitor_prometheus_command_serves_then_stops(fake_nvml: None) -> None:
     out: dict[str, object] = {}
 
     def run() -> None:
-        out["result"] = CliRunner().invoke(app, ["monitor", "--gpu", "all", "--prometheus", "0", "--duration", "0.3"])
+        out["result"] = CliRunner().invoke(
+            app, ["monitor", "--gpu", "all", "--prometheus", "0", "--duration", "0.3"], obj=Deps(clock=FakeClock())
+        )
 
     th = threading.Thread(target=run)
     th.start()

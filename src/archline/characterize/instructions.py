@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archline.characterize.kernels.instructions import InstructionPair
 from archline.characterize.runner import KernelRun, Runner
@@ -21,6 +21,9 @@ from archline.records.instructions import (
     write_instruction_rows,
     write_technique_rows,
 )
+
+if TYPE_CHECKING:
+    from archline.hw.nvml import NVMLSession
 
 __all__ = [
     "TECHNIQUE_SOURCES",
@@ -240,9 +243,11 @@ def measure_instructions(
     target_s: float,
     say: Callable[[str], None],
     on_start: Callable[[str, int, int], None] | None = None,
+    nvml: Callable[[int], NVMLSession] | None = None,
 ) -> InstructionResult:
     """``archline instructions`` on one GPU: the instruction table at each ptxas level, the
-    techniques compared on a subset, and the agreement with an earlier run when given."""
+    techniques compared on a subset, and the agreement with an earlier run when given. ``nvml``: the
+    caller's NVML session of the GPU (see :class:`~archline.characterize.session.GPUSession`)."""
     from archline.characterize.kernels.instructions import instruction_pairs
     from archline.characterize.runner import RunnerOptions
     from archline.characterize.session import GPUSession
@@ -250,7 +255,7 @@ def measure_instructions(
     t0 = time.time()
     res = InstructionResult()
     try:
-        with GPUSession(gpu, output, "instructions", force=force) as s:
+        with GPUSession(gpu, output, "instructions", force=force, nvml=nvml) as s:
             s.note_extra(
                 planned=[f"{p.instruction.name} -O{lvl}" for p in pairs for lvl in levels],
                 opt_levels=list(levels),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -16,6 +15,7 @@ from archline.records import Manifest, RunDir, RunStatus
 
 if TYPE_CHECKING:
     from archline.hw.cuda import CudaExecutor
+    from archline.hw.nvml import NVMLSession
 
 __all__ = ["MIN_COMPUTE_CAPABILITY", "GPUSession", "save_recording"]
 
@@ -37,6 +37,10 @@ class GPUSession:
     manifest) → the CUDA executor → the run directory → the sampler. Closing writes the raw
     traces, the state after, and the manifest's final status ("complete", or "interrupted"
     after Ctrl-C, or "failed"), so the directory is consistent whatever happened.
+
+    ``nvml`` returns the caller's open NVML session of the GPU (the command's, which the caller
+    closes; its clock stamps the readings); None: the session opens and closes one of its own.
+    ``executor`` makes the executor of the GPU (None: :class:`~archline.hw.cuda.CudaExecutor`).
     """
 
     def __init__(
@@ -48,8 +52,12 @@ class GPUSession:
         force: bool = False,
         sources: tuple[str, ...] | None = None,
         extra: dict[str, Any] | None = None,
+        nvml: Callable[[int], NVMLSession] | None = None,
+        executor: Callable[[int], CudaExecutor] | None = None,
     ) -> None:
         self.gpu = gpu
+        self._given_nvml = nvml
+        self._make_executor = executor
         self.out = out
         self.kind = kind
         self.force = force
@@ -64,12 +72,12 @@ class GPUSession:
         from archline.hw.cuda import CudaExecutor
         from archline.hw.nvml import NVMLSession, device_state, device_static, open_sources
 
-        self.t0 = time.time()
-        self._nvml = NVMLSession(self.gpu)
+        self._nvml = self._given_nvml(self.gpu) if self._given_nvml is not None else NVMLSession(self.gpu)
+        self.t0 = self._nvml.clock.now_s()
         try:
             static = device_static(self._nvml)
             before = device_state(self._nvml)
-            self.ex = CudaExecutor(self.gpu)
+            self.ex = (self._make_executor or CudaExecutor)(self.gpu)
             dev = self.ex.device
             if dev.compute_capability < MIN_COMPUTE_CAPABILITY:
                 cc = f"{dev.compute_capability[0]}.{dev.compute_capability[1]}"
@@ -91,7 +99,8 @@ class GPUSession:
                 Manifest.new(self.kind, gpu=gpu_facts, state_before=before, extra=self._extra),
                 overwrite=self.force,
             )
-            self.sampler = Sampler(open_sources(self._nvml, self._sources), meta={"gpu": self.gpu}).start()
+            sources = open_sources(self._nvml, self._sources)
+            self.sampler = Sampler(sources, self._nvml.clock, meta={"gpu": self.gpu}).start()
         except BaseException as exc:
             # A run directory created before the failure must not stay "running".
             rd: RunDir | None = getattr(self, "rd", None)
@@ -100,9 +109,13 @@ class GPUSession:
                 with contextlib.suppress(Exception):
                     rd.finish(status, notes=(*rd.manifest.notes, f"could not start: {exc}"))
             self._close_executor()
-            self._nvml.close()
+            self._close_nvml()
             raise
         return self
+
+    def _close_nvml(self) -> None:
+        if self._given_nvml is None:
+            self._nvml.close()
 
     def _close_executor(self) -> None:
         close = getattr(getattr(self, "ex", None), "close", None)
@@ -146,7 +159,7 @@ class GPUSession:
                 self.sampler.close()
             after = device_state(self._nvml)
             extra = dict(self.rd.manifest.extra)
-            extra["wall_s"] = time.time() - self.t0
+            extra["wall_s"] = self._nvml.clock.now_s() - self.t0
             self.rd.finish(status, state_after=after, extra=extra)
         except BaseException as exc:
             # Closing failed or was interrupted (a second Ctrl-C): the manifest must still say so.
@@ -161,4 +174,4 @@ class GPUSession:
             with contextlib.suppress(Exception):
                 self.sampler.close()  # stops the threads if stop() itself was interrupted
             self._close_executor()
-            self._nvml.close()
+            self._close_nvml()

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archline.characterize.kernels.spec_table import spec_bytes_per_clk_per_sm, spec_ops_per_clk_per_sm
 from archline.characterize.runner import KernelRun, Runner
@@ -15,6 +15,9 @@ from archline.core.kernel import KernelSpec
 from archline.errors import ArchlineError
 from archline.records import RunDir
 from archline.records.characterize import RESULT_COLUMNS, TARGET_COLUMNS
+
+if TYPE_CHECKING:
+    from archline.hw.nvml import NVMLSession
 
 __all__ = ["REPEATED", "SuiteResult", "add_spec_columns", "characterize_gpu", "refresh_targets", "run_suite"]
 
@@ -172,11 +175,13 @@ def characterize_gpu(
     roofline: bool,
     say: Callable[[str], None],
     on_start: Callable[[KernelSpec, int, int], None] | None = None,
+    nvml: Callable[[int], NVMLSession] | None = None,
 ) -> tuple[SuiteResult, int]:
     """``archline characterize`` on one GPU: the selected benchmarks, the targets, and the energy
     roofline as a section when asked. Returns the suite's result and how many benchmarks were planned.
 
     An interrupt (Ctrl-C, SIGTERM) leaves a run directory marked ``interrupted``; the result says so.
+    ``nvml``: the caller's NVML session of the GPU (see :class:`~archline.characterize.session.GPUSession`).
     """
     from archline.characterize.kernels import catalogue
     from archline.characterize.runner import Runner, RunnerOptions
@@ -186,7 +191,8 @@ def characterize_gpu(
     res = SuiteResult()
     planned = 0
     try:
-        with GPUSession(gpu, output, "characterize", force=force, extra={"quick": quick, "only": list(only)}) as s:
+        extra = {"quick": quick, "only": list(only)}
+        with GPUSession(gpu, output, "characterize", force=force, extra=extra, nvml=nvml) as s:
             dev = s.ex.device
             groups = ("arithmetic", "memory", "sync", "tensor")
             pool = [k for k in catalogue.catalogue(dev) if k.group in groups]

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -21,11 +21,16 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from archline.core.readings import Clock, SystemClock
 from archline.errors import ArchlineError, InputError
 from archline.records import to_jsonable
 
+if TYPE_CHECKING:
+    from archline.hw.nvml import NVMLSession
+
 __all__ = [
     "Deps",
+    "GpuSessions",
     "console",
     "deps",
     "err_console",
@@ -51,10 +56,45 @@ class Deps:
     """What the commands open hardware with, handed down through Typer's ``obj`` (no module globals).
 
     ``attribution_backend`` makes the sensors and tracer of ``archline run`` (None: this machine's
-    NVML and CUPTI). Tests pass fakes: ``CliRunner().invoke(app, args, obj=Deps(...))``.
+    NVML and CUPTI). ``clock`` runs the commands that poll sensors (``monitor``) on an injected
+    clock. Tests pass fakes: ``CliRunner().invoke(app, args, obj=Deps(...))``.
     """
 
     attribution_backend: Callable[[], Any] | None = None
+    #: The clock every reading and wait of a command runs on (None: the host's wall clock).
+    clock: Clock | None = None
+
+    def effective_clock(self) -> Clock:
+        """:attr:`clock`, or the host's wall clock."""
+        return self.clock or SystemClock()
+
+    def open_gpu(self, gpu: int) -> NVMLSession:
+        """The command's hardware session of one GPU (NVML), on :attr:`clock`; the command closes it."""
+        from archline.hw.nvml import NVMLSession
+
+        return NVMLSession(gpu, clock=self.clock)
+
+
+class GpuSessions:
+    """The hardware sessions of one command, opened through :meth:`Deps.open_gpu` when first asked for
+    (``sessions(gpu)``), one per GPU, all closed when the ``with`` block ends."""
+
+    def __init__(self, d: Deps) -> None:
+        self._deps = d
+        self._open: dict[int, NVMLSession] = {}
+
+    def __call__(self, gpu: int) -> NVMLSession:
+        if gpu not in self._open:
+            self._open[gpu] = self._deps.open_gpu(gpu)
+        return self._open[gpu]
+
+    def __enter__(self) -> GpuSessions:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for session in self._open.values():
+            session.close()
+        self._open.clear()
 
 
 def deps(ctx: typer.Context) -> Deps:

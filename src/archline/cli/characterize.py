@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from archline.cli._common import console, err_console, gpu_indices, handle_errors, progress_bar
+from archline.cli._common import GpuSessions, console, deps, err_console, gpu_indices, handle_errors, progress_bar
 from archline.cli.multi_gpu import fan_out
 from archline.cli.tables import Col, fit_table
 from archline.core.kernel import KernelSpec
@@ -81,6 +81,7 @@ def register(app: typer.Typer) -> None:
     @app.command("characterize")
     @handle_errors
     def characterize(
+        ctx: typer.Context,
         gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         quick: bool = typer.Option(False, "--quick", help="The quick subset (about 20 kernels, ≤ 2 min)."),
         only: list[str] = typer.Option([], "--only", help="Glob(s) of benchmark names, e.g. 'arith.fp32.*'."),
@@ -124,11 +125,21 @@ def register(app: typer.Typer) -> None:
             fan_out("characterize", gpus, output, force=force, report=True, extra=["--no-shipped"])
             return
         with_roofline = roofline if roofline is not None else not (quick or only)
-        _characterize(gpus[0], quick, only, output, force, target_s or (0.5 if quick else 1.0), with_roofline)
+        with GpuSessions(deps(ctx)) as sessions:
+            _characterize(
+                gpus[0], quick, only, output, force, target_s or (0.5 if quick else 1.0), with_roofline, sessions
+            )
 
 
 def _characterize(
-    gpu: int, quick: bool, only: list[str], output: Path, force: bool, target_s: float, roofline: bool = False
+    gpu: int,
+    quick: bool,
+    only: list[str],
+    output: Path,
+    force: bool,
+    target_s: float,
+    roofline: bool = False,
+    sessions: GpuSessions | None = None,
 ) -> None:
     from archline.characterize.suite import characterize_gpu
     from archline.report.characterize import render
@@ -149,6 +160,7 @@ def _characterize(
             roofline=roofline,
             say=lambda m: err_console.print(f"archline: {m}"),
             on_start=started,
+            nvml=sessions,
         )
     rep = render(output)
     console.print(_targets_table(res.targets))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from archline.cli._common import console, err_console, gpu_indices, handle_errors, progress_bar
+from archline.cli._common import GpuSessions, console, deps, err_console, gpu_indices, handle_errors, progress_bar
 from archline.cli.multi_gpu import fan_out
 from archline.errors import InputError
 
@@ -60,6 +60,7 @@ def register(app: typer.Typer) -> None:
     @app.command("instructions")
     @handle_errors
     def instructions(
+        ctx: typer.Context,
         gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         only: list[str] = typer.Option([], "--only", help="Glob(s) of instructions, e.g. 'add.*' or 'inst.fma.*'."),
         opt: str = typer.Option("3,0", "--opt", help="ptxas optimisation levels, comma-separated (0–4)."),
@@ -95,7 +96,8 @@ def register(app: typer.Typer) -> None:
         if len(gpus) > 1:
             fan_out("instructions", gpus, output, force=force, report=False)
             return
-        _run(gpus[0], pairs, levels, output, force, repeat_of, techniques, target_s)
+        with GpuSessions(deps(ctx)) as sessions:
+            _run(gpus[0], pairs, levels, output, force, repeat_of, techniques, target_s, sessions)
 
 
 def _run(
@@ -107,6 +109,7 @@ def _run(
     repeat_of: Path | None,
     techniques: bool,
     target_s: float,
+    sessions: GpuSessions | None = None,
 ) -> None:
     from archline.characterize.instructions import measure_instructions
     from archline.report.instructions import render
@@ -128,6 +131,7 @@ def _run(
             target_s=target_s,
             say=lambda m: err_console.print(f"archline: {m}"),
             on_start=started,
+            nvml=sessions,
         )
     rep = render(output)
     console.print(f"report: {rep.markdown}")

@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import time
 from typing import Any
 
 import typer
 from rich.markup import escape
 
-from archline.cli._common import console, err_console, gpu_indices, handle_errors, print_json
+from archline.cli._common import Deps, console, deps, err_console, gpu_indices, handle_errors, print_json
 from archline.cli.tables import Col, fit_table
 from archline.errors import ArchlineError, InputError
 
 __all__ = ["register"]
 
 
-def _run_measured(cmd: list[str], gpu: int, *, stdout_to_stderr: bool = False) -> tuple[int, dict[str, Any]]:
+def _run_measured(cmd: list[str], gpu: int, d: Deps, *, stdout_to_stderr: bool = False) -> tuple[int, dict[str, Any]]:
     from archline.hw.nvml import device_state
     from archline.measurement.api import Measurement
     from archline.measurement.attribute.program import as_child, classify_command, run_binary
 
     # As archline run starts its children: a missing command is exit 127, Ctrl-C reaches the child.
     child = as_child(classify_command(cmd))
-    state_before = device_state(gpu)
-    m = Measurement(gpu=gpu, sync=lambda: None)
-    with m:
-        t0 = time.time()
-        rc = run_binary(child, os.environ, stdout_to_stderr=stdout_to_stderr)
-        wall = time.time() - t0
+    clock = d.effective_clock()
+    with contextlib.closing(d.open_gpu(gpu)) as session:
+        state_before = device_state(session)
+        m = Measurement(gpu=gpu, session=session, sync=lambda: None, clock=d.clock)
+        with m:
+            t0 = clock.now_s()
+            rc = run_binary(child, os.environ, stdout_to_stderr=stdout_to_stderr)
+            wall = clock.now_s() - t0
     if rc < 0:  # killed by signal N: exit 128 + N as a shell does (sys.exit(-N) would give 256 - N)
         rc = 128 - rc
     out = {"command": cmd, "exit_code": rc, "time_s": wall, **_gpu_result(m, gpu), "state_before": state_before}
@@ -78,17 +80,23 @@ def _sum(vals: list[float | None], quad: bool = False) -> float | None:
     return math.hypot(*xs) if quad else math.fsum(xs)
 
 
-def _run_measured_gpus(cmd: list[str], gpus: list[int], *, stdout_to_stderr: bool) -> tuple[int, dict[str, Any]]:
+def _run_measured_gpus(
+    cmd: list[str], gpus: list[int], d: Deps, *, stdout_to_stderr: bool
+) -> tuple[int, dict[str, Any]]:
     """Several GPUs over one run of ``cmd`` (e.g. torchrun): each GPU's energy and the total."""
-    from archline.measurement.api import measure
+    from archline.measurement.api import Measurement
     from archline.measurement.attribute.program import as_child, classify_command, run_binary
+    from archline.measurement.multi import MultiMeasurement
 
     child = as_child(classify_command(cmd))
-    mm = measure(gpu=gpus, sync=lambda: None)
-    with mm:
-        t0 = time.time()
-        rc = run_binary(child, os.environ, stdout_to_stderr=stdout_to_stderr)
-        wall = time.time() - t0
+    clock = d.effective_clock()
+    with contextlib.ExitStack() as stack:
+        sessions = {g: stack.enter_context(contextlib.closing(d.open_gpu(g))) for g in gpus}
+        mm = MultiMeasurement(gpus, lambda g: Measurement(gpu=g, session=sessions[g], sync=lambda: None, clock=d.clock))
+        with mm:
+            t0 = clock.now_s()
+            rc = run_binary(child, os.environ, stdout_to_stderr=stdout_to_stderr)
+            wall = clock.now_s() - t0
     if rc < 0:
         rc = 128 - rc
     per = [_gpu_result(m, g) for g, m in mm.per_gpu.items()]
@@ -171,13 +179,13 @@ def register(app: typer.Typer) -> None:
             raise InputError("no command given (usage: archline measure [--gpu N] -- CMD ARGS...)")
         gpus = gpu_indices(gpu)
         if len(gpus) > 1:
-            rc, out = _run_measured_gpus(cmd, gpus, stdout_to_stderr=json_out)
+            rc, out = _run_measured_gpus(cmd, gpus, deps(ctx), stdout_to_stderr=json_out)
             if json_out:
                 print_json(out)
             else:
                 _display(out, rc)
             raise typer.Exit(rc)
-        rc, out = _run_measured(cmd, gpus[0], stdout_to_stderr=json_out)
+        rc, out = _run_measured(cmd, gpus[0], deps(ctx), stdout_to_stderr=json_out)
         if json_out:
             print_json(out)
         else:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +9,9 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from archline.cli._common import console, gpu_indices, handle_errors
+from archline.cli._common import Deps, console, deps, gpu_indices, handle_errors
 from archline.cli.tables import Col, fit_table
+from archline.core.readings import Clock
 from archline.errors import InputError
 
 __all__ = ["register"]
@@ -21,7 +21,7 @@ def _latest(r: Any) -> float | None:
     return float(r.value[-1]) if r is not None and len(r) else None
 
 
-def _view(samplers: dict[int, Any], t0: float) -> Table:
+def _view(samplers: dict[int, Any], elapsed_s: float) -> Table:
     from archline.hw.nvml import decode_throttle
     from archline.measurement.energy import counter_energy_j
 
@@ -60,31 +60,35 @@ def _view(samplers: dict[int, Any], t0: float) -> Table:
                 names or "—",
             ]
         )
-    t, _ = fit_table(cols, rows, console=console, title=f"archline monitor — {time.time() - t0:6.1f} s")
+    t, _ = fit_table(cols, rows, console=console, title=f"archline monitor — {elapsed_s:6.1f} s")
     return t
 
 
-def _serve_prometheus(gpus: list[int], port: int, bind: str, duration: float) -> None:
+def _serve_prometheus(gpus: list[int], port: int, bind: str, duration: float, d: Deps) -> None:
     """Serve the GPUs' telemetry to Prometheus until ``duration`` s have passed (0: until Ctrl-C)."""
-    from archline.hw.nvml import decode_throttle, device_static, open_sources
+    from archline.hw.nvml import NVMLSession, decode_throttle, device_static, open_sources
     from archline.measurement.exporter import GpuSources, serve
 
     if not 0 <= port <= 65535:
         raise InputError(f"--prometheus: {port} is not a TCP port (0–65535; 0 picks a free one)")
+    clock = d.effective_clock()
     opened: list[GpuSources] = []
+    sessions: list[NVMLSession] = []
     try:
         for g in gpus:
-            uuid = str(device_static(g).get("uuid") or "")
-            opened.append(GpuSources(g, uuid, open_sources(g)))
+            session = d.open_gpu(g)
+            sessions.append(session)
+            uuid = str(device_static(session).get("uuid") or "")
+            opened.append(GpuSources(g, uuid, open_sources(session)))
         try:
             server, bound, collector = serve(opened, decode_throttle, port, bind)
         except OSError as exc:
             raise InputError(f"--prometheus {port}: cannot listen on {bind}:{port} ({exc.strerror or exc})") from None
         console.print(f"serving Prometheus metrics of GPU {', '.join(map(str, gpus))} at http://{bind}:{bound}/metrics")
         try:
-            t0 = time.monotonic()
-            while duration == 0 or time.monotonic() - t0 < duration:
-                time.sleep(min(0.1, duration) if duration else 0.5)
+            t0 = clock.now_s()
+            while duration == 0 or clock.now_s() - t0 < duration:
+                clock.sleep(min(0.1, duration) if duration else 0.5)
         finally:
             server.shutdown()
         for where, why in collector.errors.items():
@@ -93,6 +97,29 @@ def _serve_prometheus(gpus: list[int], port: int, bind: str, duration: float) ->
         for gs in opened:
             for src in gs.sources:
                 src.close()
+        for session in sessions:
+            session.close()
+
+
+def _watch(samplers: dict[int, Any], duration: float, clock: Clock) -> tuple[dict[int, Any], bool]:
+    """Show the live table until ``duration`` s have passed (0: until Ctrl-C); return every GPU's
+    recording and whether the user interrupted."""
+    recs: dict[int, Any] = {}
+    interrupted = False
+    t0 = clock.now_s()
+    try:
+        with Live(_view(samplers, 0.0), console=console, refresh_per_second=4) as live:
+            while duration == 0 or clock.now_s() - t0 < duration:
+                clock.sleep(0.25)
+                for s in samplers.values():
+                    s.flush()  # on an injected clock the sampler reads only when asked
+                live.update(_view(samplers, clock.now_s() - t0))
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        for g, s in samplers.items():
+            recs[g] = s.stop()
+    return recs, interrupted
 
 
 def register(app: typer.Typer) -> None:
@@ -101,6 +128,7 @@ def register(app: typer.Typer) -> None:
     @app.command("monitor")
     @handle_errors
     def monitor(
+        ctx: typer.Context,
         gpu: str = typer.Option("0", "--gpu", help="GPU index, or 'all'."),
         duration: float = typer.Option(0.0, "--duration", help="Seconds to run (0: until Ctrl-C)."),
         output: Path | None = typer.Option(
@@ -118,7 +146,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Show live GPU power from every NVML source; record it to a trace file, or serve it to Prometheus."""
-        from archline.hw.nvml import open_sources
+        from archline.hw.nvml import NVMLSession, open_sources
         from archline.measurement.sampler import Sampler
         from archline.records.traces import write_trace_csv
 
@@ -129,36 +157,25 @@ def register(app: typer.Typer) -> None:
         gpus = gpu_indices(gpu)
         if prometheus is not None:
             try:
-                _serve_prometheus(gpus, prometheus, bind, duration)
+                _serve_prometheus(gpus, prometheus, bind, duration, deps(ctx))
             except KeyboardInterrupt:
                 raise typer.Exit(130) from None
             return
+        d = deps(ctx)
+        clock = d.effective_clock()
+        sessions: list[NVMLSession] = []
         samplers: dict[int, Sampler] = {}
-        recs = {}
-        interrupted = False
         try:
             for g in gpus:
-                sources = open_sources(g)
-                try:
-                    samplers[g] = Sampler(sources, settle_s=0.05).start()
-                except BaseException:
-                    for src in sources:
-                        src.close()
-                    raise
-            t0 = time.time()
-            with Live(_view(samplers, t0), console=console, refresh_per_second=4) as live:
-                while duration == 0 or time.time() - t0 < duration:
-                    time.sleep(0.25)
-                    live.update(_view(samplers, t0))
-        except KeyboardInterrupt:
-            interrupted = True
+                sessions.append(d.open_gpu(g))
+                samplers[g] = Sampler(open_sources(sessions[-1]), clock, settle_s=0.05).start()
+            recs, interrupted = _watch(samplers, duration, clock)
         finally:
             # Every GPU opened so far is closed, also when a later one failed to open.
-            for g, s in samplers.items():
-                try:
-                    recs[g] = s.stop()
-                finally:
-                    s.close()
+            for s in samplers.values():
+                s.close()
+            for session in sessions:
+                session.close()
         if output is not None:
             for g, rec in recs.items():
                 path = output if len(gpus) == 1 else output.with_name(f"{output.stem}.gpu{g}{output.suffix or '.csv'}")

@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from archline.cli._common import console, err_console, gpu_indices, handle_errors
+from archline.cli._common import GpuSessions, console, deps, err_console, gpu_indices, handle_errors
 from archline.cli.multi_gpu import fan_out
 from archline.errors import InputError
 
@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
     @app.command("roofline")
     @handle_errors
     def roofline(
+        ctx: typer.Context,
         gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
         precision: str = typer.Option("single,double", "--precision", help="single, double, or both."),
         output: Path = typer.Option(
@@ -68,7 +69,8 @@ def register(app: typer.Typer) -> None:
         if len(gpus) > 1:
             fan_out("roofline", gpus, output, force=force, report=False)
             return
-        _run(gpus[0], precisions, output, force, heldout, target_s, heldout_error, counted)
+        with GpuSessions(deps(ctx)) as sessions:
+            _run(gpus[0], precisions, output, force, heldout, target_s, heldout_error, counted, sessions)
 
 
 def _run(
@@ -80,6 +82,7 @@ def _run(
     target_s: float,
     heldout_error: float,
     counted: bool = True,
+    sessions: GpuSessions | None = None,
 ) -> None:
     from archline.characterize.roofline import run_roofline
     from archline.characterize.runner import Runner, RunnerOptions
@@ -88,7 +91,7 @@ def _run(
     from archline.report.roofline import render_roofline
 
     t0 = time.time()
-    with GPUSession(gpu, output, "roofline", force=force, extra={"precisions": precisions}) as s:
+    with GPUSession(gpu, output, "roofline", force=force, extra={"precisions": precisions}, nvml=sessions) as s:
 
         def say(msg: str, *_: Any) -> None:
             err_console.print(f"archline: {msg}")

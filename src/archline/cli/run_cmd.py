@@ -11,7 +11,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from archline.cli._common import console, deps, err_console, handle_errors, print_json
+from archline.cli._common import GpuSessions, console, deps, err_console, handle_errors, print_json
 from archline.cli.tables import Col, fit_table
 from archline.core.activity import short_name
 from archline.errors import InputError
@@ -227,23 +227,28 @@ def register(app: typer.Typer) -> None:
         if top < 0:
             raise InputError(f"--top must be ≥ 0 (got {top})")
         duty = None if trace_duty in ("auto", "full") else parse_duty(trace_duty)
+        from archline.measurement.attribute.api import nvml_backend
         from archline.measurement.attribute.run import run_program
         from archline.report.attribution_run import write_report_files
 
-        a, code, failure = run_program(
-            command,
-            gpu=gpu,
-            out=out,
-            force=force,
-            trace=not no_kernels,
-            tracer=tracer,
-            quiet_stdout=as_json,
-            duty_ms=duty,
-            duty_mode=trace_duty_mode,
-            duty_auto=trace_duty == "auto",
-            render=write_report_files,
-            backend=factory() if (factory := deps(ctx).attribution_backend) is not None else None,
-        )
+        d = deps(ctx)
+        with GpuSessions(d) as sessions:  # one NVML session for the sensors and the device facts
+            a, code, failure = run_program(
+                command,
+                gpu=gpu,
+                out=out,
+                force=force,
+                trace=not no_kernels,
+                tracer=tracer,
+                quiet_stdout=as_json,
+                duty_ms=duty,
+                duty_mode=trace_duty_mode,
+                duty_auto=trace_duty == "auto",
+                render=write_report_files,
+                backend=factory()
+                if (factory := d.attribution_backend) is not None
+                else nvml_backend(sessions, d.clock),
+            )
         result = a.result
         run_dir = a.run_dir.path if a.run_dir is not None else None
         if as_json:

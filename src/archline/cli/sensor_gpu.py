@@ -8,7 +8,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from archline.cli._common import console, err_console, gpu_indices, handle_errors, print_json
+from archline.cli._common import GpuSessions, console, deps, err_console, gpu_indices, handle_errors, print_json
 from archline.cli.multi_gpu import fan_out
 from archline.cli.sensor import sensor_app
 from archline.cli.tables import Col, fit_table
@@ -23,6 +23,7 @@ def _say(msg: str) -> None:
 @sensor_app.command("calibrate")
 @handle_errors
 def calibrate_cmd(
+    ctx: typer.Context,
     gpu: str = typer.Option("0", "--gpu", help="GPU index, a list like 0,2, or 'all' (one process per GPU)."),
     output: Path = typer.Option(Path("archline-sensor"), "-o", "--output", "--out", help="Run directory to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
@@ -42,7 +43,10 @@ def calibrate_cmd(
     if len(gpus) > 1:
         fan_out("sensor calibrate", gpus, output, force=force, report=False)
         return
-    with GPUSession(gpus[0], output, "sensor-calibration", force=force, sources=_ALL_POWER) as s:
+    with (
+        GpuSessions(deps(ctx)) as sessions,
+        GPUSession(gpus[0], output, "sensor-calibration", force=force, sources=_ALL_POWER, nvml=sessions) as s,
+    ):
         g = s.rd.manifest.gpu
         cal = calibrate(
             s.ex,
@@ -85,6 +89,7 @@ _ALL_POWER = (
 @sensor_app.command("validate")
 @handle_errors
 def validate_cmd(
+    ctx: typer.Context,
     gpu: int = typer.Option(0, "--gpu", help="GPU index."),
     output: Path = typer.Option(Path("archline-validation"), "-o", "--output", "--out", help="Run directory to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing run directory."),
@@ -109,7 +114,10 @@ def validate_cmd(
     from archline.measurement.energy import WindowEstimate, estimate_window
     from archline.report.sensor import render_validation
 
-    with GPUSession(gpu, output, "sensor-validation", force=force) as s:
+    with (
+        GpuSessions(deps(ctx)) as sessions,
+        GPUSession(gpu, output, "sensor-validation", force=force, nvml=sessions) as s,
+    ):
         est = s.estimator(progress=lambda m: _say(f"sensor calibration: {m}"))
         load = BusyLoad(s.ex)
         try:

@@ -17,6 +17,7 @@ from archline.measurement.sampler import Sampler
 from archline.measurement.sensor_model import SensorModel
 
 if TYPE_CHECKING:
+    from archline.hw.nvml import NVMLSession
     from archline.measurement.multi import MultiMeasurement
 
 __all__ = ["CallableEnergy", "Measurement", "RegionEnergy", "measure", "measure_callable"]
@@ -79,6 +80,9 @@ class Measurement(contextlib.ContextDecorator, Tabular):
 
     gpu: int = 0
     sources: Sequence[PowerSource] | None = None
+    #: An open NVML session of ``gpu`` (the caller's, which it closes) to read the sensors and the
+    #: GPU's identity through; None: the measurement opens its own.
+    session: NVMLSession | None = None
     sync: Callable[[], None] | None = None
     clock: Clock | None = None
     estimator: Callable[[Recording, Region], WindowEstimate] | None = None
@@ -115,7 +119,7 @@ class Measurement(contextlib.ContextDecorator, Tabular):
     def _open_nvml(self) -> list[PowerSource]:
         from archline.hw.nvml import open_sources
 
-        return list(open_sources(self.gpu))
+        return list(open_sources(self.session if self.session is not None else self.gpu))
 
     @contextlib.contextmanager
     def region(self, name: str, **meta: Any) -> Iterator[None]:
@@ -158,7 +162,7 @@ class Measurement(contextlib.ContextDecorator, Tabular):
             return None
         from archline.hw.nvml import device_static
 
-        return GpuIdentity.from_static(device_static(self.gpu))
+        return GpuIdentity.from_static(device_static(self.session if self.session is not None else self.gpu))
 
     # ------------------------------------------------------------------ results
     def _done(self) -> RegionEnergy:

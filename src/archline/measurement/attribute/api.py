@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from archline.core.activity import ActivityRecord, demangle
 from archline.core.readings import Clock, PowerSource, SystemClock
@@ -21,10 +21,23 @@ from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribute.design import GAP_NAMES
 from archline.measurement.attribute.io import ChunkWriter, save_raw
+from archline.measurement.attribute.program import ProgramSpec
 from archline.records import Manifest, RunDir, RunStatus
 from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult, KernelTable
 
-__all__ = ["SOURCES", "Attribution", "Backend", "Tracer", "attribute", "launch_bound_note", "nvml_backend"]
+if TYPE_CHECKING:
+    from archline.hw.nvml import NVMLSession
+
+__all__ = [
+    "SOURCES",
+    "Attribution",
+    "Backend",
+    "ChildRunner",
+    "Tracer",
+    "attribute",
+    "launch_bound_note",
+    "nvml_backend",
+]
 
 #: The sensor channels an attribution records.
 SOURCES = ("nvml.buffer", "nvml.energy")
@@ -40,6 +53,13 @@ class Tracer(Protocol):
     def start(self) -> Any: ...
 
     def stop(self) -> list[ActivityRecord]: ...
+
+
+class ChildRunner(Protocol):
+    """Runs the measured program as a child process and returns its exit status
+    (:func:`archline.measurement.attribute.program.run_binary`)."""
+
+    def __call__(self, spec: ProgramSpec, env: Mapping[str, str], *, stdout_to_stderr: bool = False) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -59,32 +79,43 @@ class Backend:
     #: ~100 ms and the attribution needs several updates on either side.
     pre_s: float = 0.5
     post_s: float = 0.5
+    #: Runs a child program (None: :func:`~archline.measurement.attribute.program.run_binary`); a
+    #: simulated GPU moves its clock by the time the child ran.
+    run_child: ChildRunner | None = None
 
 
-def nvml_backend() -> Backend:
-    """NVML sensors and a CUPTI tracer (imported only when used)."""
+def nvml_backend(session: Callable[[int], NVMLSession] | None = None, clock: Clock | None = None) -> Backend:
+    """NVML sensors and a CUPTI tracer (imported only when used).
+
+    ``session`` returns the caller's open NVML session of a GPU, which the sensors and the device
+    facts share (the caller closes it); None: each opens a session of its own. ``clock``: the
+    sessions' clock (None: the host's wall clock).
+    """
+
+    def gpu_or_session(gpu: int) -> int | NVMLSession:
+        return session(gpu) if session is not None else gpu
 
     def open_sources(gpu: int) -> Sequence[PowerSource]:
         from archline.hw.nvml import open_sources as _open
 
-        return _open(gpu, SOURCES)
+        return _open(gpu_or_session(gpu), SOURCES)
 
     def static(gpu: int) -> dict[str, Any]:
         from archline.hw.nvml import device_static
 
-        return device_static(gpu)
+        return device_static(gpu_or_session(gpu))
 
     def state(gpu: int) -> dict[str, Any]:
         from archline.hw.nvml import device_state
 
-        return device_state(gpu)
+        return device_state(gpu_or_session(gpu))
 
     def tracer(on_batch: Callable[[list[Any]], None] | None) -> Tracer:
         from archline.hw.cupti.trace import KernelTracer
 
         return KernelTracer(on_batch=on_batch)
 
-    return Backend(open_sources, static, state, tracer)
+    return Backend(open_sources, static, state, tracer, clock=clock)
 
 
 #: A program counts as launch-bound when its launch gaps fill this share of its span, over at least

@@ -207,7 +207,7 @@ def _run_child(
             # Absolute: the program may change directory before it initialises CUDA.
             env.update(injection_env(choice.lib, cupti_dir.resolve()))
         try:
-            code = run_binary(child, env, stdout_to_stderr=quiet_stdout)
+            code = (backend.run_child or run_binary)(child, env, stdout_to_stderr=quiet_stdout)
         finally:
             # Also after an interrupt: what the child wrote before it is kept.
             if choice.lib is not None:
