@@ -92,7 +92,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
     title = f"GPU energy by kernel: {_fmt_e(result.total_energy_j)} in total"
     caption = (
         f"±: half-width of the {conf} % interval. how: fit = regression over the counter's windows, "
-        "int = power integrated over each call, rest = not explained by the fit; ? = not identifiable"
+        "int = power integrated over each call, rest = not explained by the fit; ? = not identifiable; from = what set the estimate (data, prior, mixed)"
     )
     cols = [
         Col("kernel", "name"),
@@ -103,6 +103,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
         Col("share"),
         Col("power", drop=1),
         Col("how", "text"),
+        Col("from", "text", drop=5),
     ]
     rows: list[list[str]] = []
     styles: list[str | None] = []
@@ -121,6 +122,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
                 f"{100 * r.share:.1f}%",
                 f"{r.mean_power_w:.0f} W" if math.isfinite(r.mean_power_w) else "",
                 _METHOD_SHORT.get(r.method, r.method) + ("" if r.identifiable else " ?"),
+                r.dominated_by if r.kind in ("kernel", "memcpy", "memset", "program") else "",
             ]
         )
         styles.append(style)
@@ -137,6 +139,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
                 "",
                 _fmt_e(e),
                 _share(e, result.total_energy_j),
+                "",
                 "",
                 "",
             ]

@@ -7,7 +7,7 @@ counter are one estimate whose steps share their intermediate arrays; issue 13 r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,9 +18,12 @@ from archline.core.activity import ActivityRecord
 from archline.core.readings import Readings
 from archline.core.recording import Recording
 from archline.errors import SensorError, TooLittleTracedError
+from archline.measurement.attribute.buffer_fit import LIMIT_SLACK, buffer_design, power_bounds, prior_arrays
 from archline.measurement.attribute.design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
 from archline.measurement.attribute.fit import PowerFit, block_bootstrap, fit_powers
+from archline.measurement.attribute.prior import KernelPrior, dominance
 from archline.measurement.attribute.windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
+from archline.measurement.sensor_model import SensorModel
 from archline.records.attribution import AttributionResult, KernelRow, LongCall, RowKind, RowMethod
 
 __all__ = ["GAP_NAMES", "AttributionOptions", "attribute_energy"]
@@ -47,6 +50,14 @@ class AttributionOptions:
     sensor-model correction); None uses them as they are.
     ``trace_settle_s``: with duty-cycled tracing, windows starting this soon after tracing was
     switched on are not used (kernels launched just before the switch may still be running).
+    ``fit_source``: ``buffer`` fits the kernels' powers on the power buffer's readings (about 5×
+    the counter's windows, and they see the mix change inside a step), scaled to the counter;
+    ``counter`` on the energy counter's windows. ``buffer_model``: the buffer's sensor
+    model (lag, averaging window, delay: :func:`archline.measurement.choose.choose_model`);
+    None takes each reading as the mean power since the previous one.
+    ``priors``: per kernel name, what replay or a counted model says of its energy per call;
+    other kernels get the weak pooled prior. ``power_limit_w``: the board's enforced limit;
+    no row's power is fitted above it × 1.05.
     """
 
     counter_source: str = "nvml.energy"
@@ -64,6 +75,10 @@ class AttributionOptions:
     min_data_weight: float = 0.8
     power_correction: Callable[[Readings], Readings] | None = None
     trace_settle_s: float = 0.05
+    fit_source: str = "buffer"
+    buffer_model: SensorModel | None = None
+    priors: Mapping[str, KernelPrior] | None = None
+    power_limit_w: float | None = None
 
 
 def _windows(recording: Recording, opts: AttributionOptions, notes: list[str]) -> EnergyWindows:
@@ -91,7 +106,18 @@ def _windows(recording: Recording, opts: AttributionOptions, notes: list[str]) -
     return buffer_windows(buf)
 
 
-def _row_note(k: int, names: list[str], fit: PowerFit, active: I64) -> str:
+def _buffer_model(opts: AttributionOptions, buf: Readings | None, notes: list[str]) -> SensorModel | None:
+    """The power buffer's sensor model when one was given (a calibration or a shipped prior); None fits
+    on the counter's windows: a model inferred from the run alone biased short kernels by 3–40 % in tests."""
+    if opts.buffer_model is None and opts.fit_source == "buffer" and buf is not None:
+        notes.append(
+            "no calibrated sensor model for the power buffer: kernel powers fitted on the energy counter's "
+            "windows, which a steady loop cannot tell apart (archline calibrate gives one)"
+        )
+    return opts.buffer_model
+
+
+def _row_note(k: int, names: list[str], fit: PowerFit, active: I64, prior: str = "default") -> str:
     corr = fit.correlation()
     pos = int(np.nonzero(active == k)[0][0])
     c = corr[pos].copy()
@@ -99,8 +125,9 @@ def _row_note(k: int, names: list[str], fit: PowerFit, active: I64) -> str:
     if c.size > 1:
         j = int(np.argmax(np.abs(c)))
         if abs(c[j]) >= 0.7:
-            return f"not identifiable: confounded with {names[int(active[j])]} (r = {c[j]:+.2f})"
-    return "not identifiable: too little variation in its share of the windows; power is mostly the pooled prior"
+            return f"not identifiable: confounded with {names[int(active[j])]} (r = {c[j]:+.2f}); leans on its {prior} prior"
+    what = "the pooled prior" if prior == "default" else f"its {prior} prior"
+    return f"not identifiable: too little variation in its share of the windows; power is mostly {what}"
 
 
 def _exact_row(kind: RowKind, energy_j: float, total_j: float, method: RowMethod, time_s: float = 0.0) -> KernelRow:
@@ -253,6 +280,15 @@ def attribute_energy(
     col_time = x.sum(axis=0)
     active = np.nonzero(col_time > 0)[0].astype(np.int64)
     xa = x[:, active]
+    fit_windows = "counter"
+    model = _buffer_model(opts, buf, notes) if integral is not None and w.source != opts.buffer_source else None
+    if opts.fit_source == "buffer" and integral is not None and model is not None:
+        xb, yb = buffer_design(d, integral, scale, kept, model=model)
+        if xb.shape[0] >= max(2 * len(y_short), active.size + 3):
+            xa, y_short, fit_windows = xb[:, active], yb, "buffer"
+            notes.append(f"kernel powers fitted on {xb.shape[0]} power-buffer windows, scaled to the energy counter")
+    elif opts.fit_source not in ("buffer", "counter"):
+        raise ValueError(f"unknown fit_source {opts.fit_source!r}")
 
     # Stage 1: pooled busy / gap / idle powers, weakly anchored at the run's mean power.
     span_s = float(sum(b - a for a, b in kept))
@@ -275,12 +311,17 @@ def attribute_energy(
     floor = 0.05 * max(mean_p, 1.0)
     psd = np.sqrt((opts.prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
-    fit = fit_powers(xa, y_short, pm, psd)
+    pm, psd, prior_src = prior_arrays(d, active, pm, psd, opts.priors or {})
+    upper = power_bounds(d, active, opts.power_limit_w)
+    fit = fit_powers(xa, y_short, pm, psd, upper_w=upper)
+    at_limit = np.zeros(n_cols, bool)
+    at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
+    src_of = dict(zip(active.tolist(), prior_src, strict=True))
     tq = fit.t_quantile(opts.confidence)
     p_lo = fit.power_w - tq * fit.se_w
     p_hi = fit.power_w + tq * fit.se_w
     if opts.ci_method == "bootstrap":
-        boot = block_bootstrap(xa, y_short, fit, pm, n_boot=opts.n_bootstrap, seed=opts.seed)
+        boot = block_bootstrap(xa, y_short, fit, pm, n_boot=opts.n_bootstrap, seed=opts.seed, upper_w=upper)
         alpha = (1.0 - opts.confidence) / 2.0
         p_lo = np.quantile(boot, alpha, axis=0)
         p_hi = np.quantile(boot, 1.0 - alpha, axis=0)
@@ -351,7 +392,16 @@ def attribute_energy(
         e_hi = e + math.hypot(half_short_hi, half_long)
         method: RowMethod = "regression" if long_time[k] == 0 else ("integrated" if t_short == 0 else "mixed")
         identifiable = bool(t_short == 0 or weight[k] >= opts.min_data_weight)
-        note = "" if identifiable else _row_note(k, d.col_names, fit, active)
+        note = "" if identifiable else _row_note(k, d.col_names, fit, active, src_of.get(k, "default"))
+        limit = opts.power_limit_w
+        if limit and (at_limit[k] or (t_all > 0 and e / t_all > LIMIT_SLACK * limit)):
+            identifiable = False
+            note = (
+                f"constrained: its power would exceed the board's {limit:.0f} W limit × {LIMIT_SLACK:g}; "
+                "held at the limit (confounded with other rows, or a sensor/clock problem)"
+                if at_limit[k]
+                else f"impossible: {e / t_all:.0f} W above the board's {limit:.0f} W limit × {LIMIT_SLACK:g}"
+            )
         rows.append(
             KernelRow(
                 name=d.col_names[k],
@@ -369,6 +419,7 @@ def attribute_energy(
                 identifiable=identifiable,
                 data_weight=float(weight[k]) if t_short > 0 else 1.0,
                 note=note,
+                dominated_by=dominance(float(weight[k]) if t_short > 0 else 1.0),
             )
         )
     residual = total_kept - sum(r.energy_j for r in rows)
@@ -411,5 +462,9 @@ def attribute_energy(
             "pooled_power_w": {n: float(par_p[i]) for i, n in enumerate(("busy", "gaps", "idle"))},
             "counter_regular": w.regular,
             "counter_jitter_s": w.jitter_s,
+            "fit_windows": fit_windows,
+            "fit_window_count": int(xa.shape[0]),
+            "power_limit_w": opts.power_limit_w,
+            "priors": {d.col_names[k]: s_ for k, s_ in src_of.items() if s_ != "default"},
         },
     )
