@@ -161,6 +161,26 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
     return t
 
 
+def read_replay_priors(directory: Path) -> dict[str, Any]:
+    """Kernel priors from a replay run directory's ``replay.csv``; bad input is an InputError naming the file."""
+    import csv
+
+    from archline.measurement.attribute.prior import priors_from_replay
+
+    path = directory / "replay.csv" if directory.is_dir() else directory
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found (give a run directory of archline replay)") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    priors = priors_from_replay(rows)
+    if not priors:
+        raise InputError(f"{path}: no kernel group with a positive isolated energy")
+    return dict(priors)
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to app."""
 
@@ -212,6 +232,15 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "detach",
         top: Annotated[int, typer.Option("--top", help="Kernels shown on the terminal (the CSV has all).")] = 20,
+        prior_replay: Annotated[
+            Path | None,
+            typer.Option(
+                "--prior-replay",
+                metavar="DIR",
+                help="A graph-replay run directory (archline replay) whose isolated energies become each "
+                "kernel's prior; the table's 'from' column says whether data or prior set each row.",
+            ),
+        ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the result as JSON (the program's stdout goes to stderr).")
         ] = False,
@@ -230,6 +259,11 @@ def register(app: typer.Typer) -> None:
         from archline.measurement.attribute.run import run_program
         from archline.report.attribution_run import write_report_files
 
+        options = None
+        if prior_replay is not None:
+            from archline.measurement.attribute.attribution import AttributionOptions
+
+            options = AttributionOptions(priors=read_replay_priors(prior_replay))
         a, code, failure = run_program(
             command,
             gpu=gpu,
@@ -241,6 +275,7 @@ def register(app: typer.Typer) -> None:
             duty_ms=duty,
             duty_mode=trace_duty_mode,
             render=write_report_files,
+            options=options,
             backend=factory() if (factory := deps(ctx).attribution_backend) is not None else None,
         )
         result = a.result

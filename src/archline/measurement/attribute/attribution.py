@@ -305,6 +305,10 @@ def attribute_energy(
     par_se = np.full(n_par, mean_p)
     par_p[used_par] = fit1.power_w
     par_se[used_par] = fit1.se_w
+    if np.any(used_par == 2) and np.any(used_par == 1) and par_p[1] < par_p[2]:
+        # One pooled busy power misfits a loop whose phases differ in power; the GPU waiting inside the
+        # program never draws less than idle, so the gaps' prior starts there.
+        par_p[1], par_se[1] = par_p[2], max(par_se[1], par_p[2] - par_p[1])
 
     # Stage 2: every column, shrunk towards its pooled power where the data are silent.
     pm = par_p[d.col_parent[active]]
