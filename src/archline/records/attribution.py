@@ -36,9 +36,9 @@ __all__ = [
     "RAW_FILES",
     "RESULT_FILES",
     "AttributionResult",
+    "Dominance",
     "KernelRow",
     "KernelTable",
-    "Dominance",
     "LongCall",
     "RowKind",
     "RowMethod",
@@ -193,7 +193,8 @@ class KernelTable(Sequence[KernelRow], Tabular):
             name = r.name if len(r.name) <= 48 else r.name[:47] + "…"
             lines.append(
                 f"{name:<48} {r.calls:>7d} {r.time_s * 1e3:>10.3f} {r.energy_j:>10.4g} "
-                f"{r.share * 100:>5.1f}% {r.mean_power_w:>8.1f}  {r.method}{'' if r.identifiable else ' (?)'} [{r.dominated_by}]"
+                f"{r.share * 100:>5.1f}% {r.mean_power_w:>8.1f}  {r.method}{'' if r.identifiable else ' (?)'} "
+                f"[{r.dominated_by}]"
             )
         return "\n".join(lines)
 

@@ -125,8 +125,9 @@ def _row_note(k: int, names: list[str], fit: PowerFit, active: I64, prior: str =
     if c.size > 1:
         j = int(np.argmax(np.abs(c)))
         if abs(c[j]) >= 0.7:
-            return f"not identifiable: confounded with {names[int(active[j])]} (r = {c[j]:+.2f}); leans on its {prior} prior"
-    what = "the pooled prior" if prior == "default" else f"its {prior} prior"
+            other = names[int(active[j])]
+            return f"not identifiable: confounded with {other} (r = {c[j]:+.2f}); leans on its {prior} prior"
+    what = "its default prior (the pooled power)" if prior == "default" else f"its {prior} prior"
     return f"not identifiable: too little variation in its share of the windows; power is mostly {what}"
 
 
@@ -439,7 +440,7 @@ def attribute_energy(
     whole = bool(activities) and all(a.kind == "program" for a in activities)
     n_unident = sum(1 for r in act_rows if not r.identifiable)
     if n_unident:
-        notes.append(f"{n_unident} row(s) not identifiable from this run; their energies lean on the pooled prior")
+        notes.append(f"{n_unident} row(s) not identifiable from this run; their energies lean on their priors")
     return AttributionResult(
         rows=tuple(act_rows + other),
         total_energy_j=total_j,
