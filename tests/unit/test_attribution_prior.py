@@ -141,3 +141,24 @@ def test_priors_from_replay_rows_and_results():
 @pytest.mark.parametrize(("weight", "expected"), [(0.95, "data"), (0.5, "mixed"), (0.05, "prior")])
 def test_dominance_from_the_data_weight(weight, expected):
     assert dominance(weight) == expected
+
+
+def test_real_h200_pulses_on_the_buffer_with_the_shipped_sensor_model(tmp_path):
+    """The H200 probe (test_attribution_validation): 5–100 ms squares and 2–100 ms pulses of one kernel
+    whose 0.2–3 s steps are integrated. Fitted on the buffer through the shipped H200 model (a lagged
+    sample, C ≈ 13 ms), the short calls' power matches the long steps' within 2 %."""
+    from archline.measurement.choose import GpuIdentity, choose_model
+    from tests.unit.test_attribution_validation import _probe
+
+    rec, acts = _probe()
+    choice = choose_model("nvml.buffer", None, identity=GpuIdentity("GPU-none", "0", "NVIDIA H200"), cache_dir=tmp_path)
+    assert choice.how == "prior" and choice.model.kind == "lagged"
+    span = (acts[0].start_s - 0.5, acts[-1].end_s + 0.5)
+    res = attribute_energy(rec, acts, program_span=span, options=AttributionOptions(buffer_model=choice.model))
+    on_counter = attribute_energy(rec, acts, program_span=span, options=AttributionOptions(fit_source="counter"))
+    assert res.extra["fit_windows"] == "buffer"
+    long_w = res.table["long_200ms_to_3s"].mean_power_w
+    for n in ("square_5_to_100ms", "pulse_2_to_100ms"):
+        r, c = res.table[n], on_counter.table[n]
+        assert r.mean_power_w == pytest.approx(long_w, rel=0.02) and r.identifiable
+        assert r.energy_hi_j - r.energy_lo_j < 0.5 * (c.energy_hi_j - c.energy_lo_j)

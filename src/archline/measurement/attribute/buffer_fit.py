@@ -74,7 +74,9 @@ def buffer_design(
         if model.undisplace:
             t = undisplace(t, find_displaced(t))
         delay, lag = model.delay_s, model.lag_s
-        win = np.full(t.size, model.window_s if model.window_s is not None else model.period_s)
+        w_s = model.window_s if model.window_s is not None else model.period_s
+        # A calibrated "instantaneous" sample (window ~1e-10 s) is a point: no division by a vanishing window.
+        win = np.full(t.size, w_s if w_s >= 1e-6 else 0.0)
     else:
         delay, lag = integral.delay_s, 0.0
         win = np.concatenate([[float(np.median(np.diff(t)))], np.diff(t)])

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from archline.core.activity import demangle
+
 __all__ = ["KernelPrior", "dominance", "priors_from_replay"]
 
 #: A replay's isolated energy carries the idle share of the replay and the timing of its
@@ -38,11 +40,15 @@ def priors_from_replay(
 ) -> dict[str, KernelPrior]:
     """Priors from graph replay's isolated energies: a ``ReplayResult``, or the rows of ``replay.csv``.
 
-    Each group's isolated energy per replay is divided by its nodes per step; the spread is the
+    Names are demangled as the attribution's are. Each group's isolated energy per replay is
+    divided by its nodes per step; the spread is the
     larger of its measured σ and ``min_rel_sd`` of the energy. The lumped rest and copy groups give none.
     """
     if hasattr(rows, "rows"):
         rows = [r.to_row() for r in rows.rows]
+    rows = list(rows)
+    # Graph nodes carry mangled names (cuFuncGetName); the attribution's rows are demangled.
+    names = demangle([str(r.get("group", "")) for r in rows])
     out: dict[str, KernelPrior] = {}
     for r in rows:
         name = str(r.get("group", ""))
@@ -58,7 +64,7 @@ def priors_from_replay(
             continue
         e_call = e / n
         sd = max(abs(s) / n if math.isfinite(s) else 0.0, min_rel_sd * e_call)
-        out[name] = KernelPrior(e_call, sd, "replay")
+        out[names.get(name, name)] = KernelPrior(e_call, sd, "replay")
     return out
 
 
