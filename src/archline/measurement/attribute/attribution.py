@@ -1,7 +1,8 @@
 """Attribute a recording's energy to the kernels that ran in it, with intervals, plus what is left over.
 
-Over 400 lines on purpose: the windows, the design, the fit and the rows that add up to the
-counter are one estimate whose steps share their intermediate arrays; issue 13 rebuilds it.
+The windows, the design, the fit and the rows that add up to the counter are one estimate whose
+steps share their intermediate arrays; the fit's data and priors are in buffer_fit.py, the rows' helpers
+in rows.py.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from archline.core.activity import ActivityRecord
 from archline.core.readings import Readings
 from archline.core.recording import Recording
 from archline.errors import SensorError, TooLittleTracedError
-from archline.measurement.attribute.buffer_fit import LIMIT_SLACK, buffer_design, power_bounds, prior_arrays
+from archline.measurement.attribute.buffer_fit import buffer_design, power_bounds, prior_arrays
 from archline.measurement.attribute.design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
-from archline.measurement.attribute.fit import PowerFit, block_bootstrap, fit_powers
+from archline.measurement.attribute.fit import block_bootstrap, fit_powers
 from archline.measurement.attribute.prior import KernelPrior, dominance
+from archline.measurement.attribute.rows import exact_row, inside, limit_note, merge_intervals, overlap_s, row_note
 from archline.measurement.attribute.windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
 from archline.measurement.sensor_model import SensorModel
-from archline.records.attribution import AttributionResult, KernelRow, LongCall, RowKind, RowMethod
+from archline.records.attribution import AttributionResult, KernelRow, LongCall, RowMethod
 
 __all__ = ["GAP_NAMES", "AttributionOptions", "attribute_energy"]
 
@@ -117,62 +119,6 @@ def _buffer_model(opts: AttributionOptions, buf: Readings | None, notes: list[st
     return opts.buffer_model
 
 
-def _row_note(k: int, names: list[str], fit: PowerFit, active: I64, prior: str = "default") -> str:
-    corr = fit.correlation()
-    pos = int(np.nonzero(active == k)[0][0])
-    c = corr[pos].copy()
-    c[pos] = 0.0
-    if c.size > 1:
-        j = int(np.argmax(np.abs(c)))
-        if abs(c[j]) >= 0.7:
-            other = names[int(active[j])]
-            return f"not identifiable: confounded with {other} (r = {c[j]:+.2f}); leans on its {prior} prior"
-    what = "its default prior (the pooled power)" if prior == "default" else f"its {prior} prior"
-    return f"not identifiable: too little variation in its share of the windows; power is mostly {what}"
-
-
-def _exact_row(kind: RowKind, energy_j: float, total_j: float, method: RowMethod, time_s: float = 0.0) -> KernelRow:
-    """A row whose energy is known exactly (the residual, untraced time): no interval, no power."""
-    return KernelRow(
-        name=GAP_NAMES[kind],
-        kind=kind,
-        calls=0,
-        time_s=time_s,
-        energy_j=energy_j,
-        energy_lo_j=energy_j,
-        energy_hi_j=energy_j,
-        share=energy_j / total_j if total_j else math.nan,
-        mean_power_w=math.nan,
-        power_lo_w=math.nan,
-        power_hi_w=math.nan,
-        method=method,
-    )
-
-
-def _merge(lo: F64, hi: F64, keep: NDArray[np.bool_]) -> list[tuple[float, float]]:
-    """Contiguous runs of kept windows as (start, end) intervals."""
-    out: list[tuple[float, float]] = []
-    for a, b, k in zip(lo.tolist(), hi.tolist(), keep.tolist(), strict=True):
-        if not k:
-            continue
-        if out and abs(out[-1][1] - a) < 1e-12:
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
-
-
-def _inside(mid: F64, intervals: Sequence[tuple[float, float]]) -> NDArray[np.bool_]:
-    m = np.zeros(mid.shape, dtype=bool)
-    for a, b in intervals:
-        m |= (mid >= a) & (mid < b)
-    return m
-
-
-def _overlap(s: float, e: float, intervals: Sequence[tuple[float, float]]) -> float:
-    return float(sum(max(0.0, min(e, b) - max(s, a)) for a, b in intervals))
-
-
 def attribute_energy(
     recording: Recording,
     activities: Sequence[ActivityRecord],
@@ -255,7 +201,7 @@ def attribute_energy(
             f"duty-cycled tracing: {int(keep.sum())} of {len(y)} counter windows were traced and fitted; "
             "per-kernel rows cover the traced time only"
         )
-    kept = _merge(edges[:-1], edges[1:], keep)
+    kept = merge_intervals(edges[:-1], edges[1:], keep)
 
     # Power buffer vs counter: a scale for the integrated calls and the spread that sets their interval.
     scale, rel_sd = 1.0, math.nan
@@ -345,8 +291,8 @@ def attribute_energy(
         in_span = (d.act_e > span_lo) & (d.act_s < span_hi)
         g_in = (d.gap_e > span_lo) & (d.gap_s < span_hi)
     else:
-        in_span = _inside(0.5 * (d.act_s + d.act_e), kept)
-        g_in = _inside(0.5 * (d.gap_s + d.gap_e), kept)
+        in_span = inside(0.5 * (d.act_s + d.act_e), kept)
+        g_in = inside(0.5 * (d.gap_s + d.gap_e), kept)
     calls = np.bincount(d.act_col[in_span], minlength=n_cols)
     calls += np.bincount(d.gap_col[g_in], minlength=n_cols)
     outside = np.clip(np.minimum(d.act_e, span_lo) - d.act_s, 0, None) + np.clip(
@@ -369,7 +315,7 @@ def attribute_energy(
     for j, i in enumerate(d.long_idx):
         c = int(d.act_col[i])
         e_j = float(long_e[j][keep].sum())
-        t_in = _overlap(float(d.act_s[i]), float(d.act_e[i]), kept) * float(d.long_share[j])
+        t_in = overlap_s(float(d.act_s[i]), float(d.act_e[i]), kept) * float(d.long_share[j])
         long_time[c] += t_in
         long_j[c] += e_j
         dur_i = float(d.act_e[i] - d.act_s[i])
@@ -397,16 +343,10 @@ def attribute_energy(
         e_hi = e + math.hypot(half_short_hi, half_long)
         method: RowMethod = "regression" if long_time[k] == 0 else ("integrated" if t_short == 0 else "mixed")
         identifiable = bool(t_short == 0 or weight[k] >= opts.min_data_weight)
-        note = "" if identifiable else _row_note(k, d.col_names, fit, active, src_of.get(k, "default"))
-        limit = opts.power_limit_w
-        if limit and (at_limit[k] or (t_all > 0 and e / t_all > LIMIT_SLACK * limit)):
-            identifiable = False
-            note = (
-                f"constrained: its power would exceed the board's {limit:.0f} W limit × {LIMIT_SLACK:g}; "
-                "held at the limit (confounded with other rows, or a sensor/clock problem)"
-                if at_limit[k]
-                else f"impossible: {e / t_all:.0f} W above the board's {limit:.0f} W limit × {LIMIT_SLACK:g}"
-            )
+        note = "" if identifiable else row_note(k, d.col_names, fit, active, src_of.get(k, "default"))
+        over = limit_note(opts.power_limit_w, bool(at_limit[k]), e / t_all if t_all > 0 else math.nan)
+        if over:
+            identifiable, note = False, over
         rows.append(
             KernelRow(
                 name=d.col_names[k],
@@ -431,8 +371,8 @@ def attribute_energy(
     if traced is not None:
         lo_e, hi_e = edges[:-1], edges[1:]
         untraced_s = float(np.sum((hi_e - lo_e)[~keep]))
-        rows.append(_exact_row("untraced", float(y[~keep].sum()), total_j, "counter", untraced_s))
-    rows.append(_exact_row("residual", residual, total_j, "residual"))
+        rows.append(exact_row("untraced", float(y[~keep].sum()), total_j, "counter", untraced_s))
+    rows.append(exact_row("residual", residual, total_j, "residual"))
     act_rows = sorted(
         (r for r in rows if r.kind in ("kernel", "memcpy", "memset", "program")), key=lambda r: -r.energy_j
     )
