@@ -203,19 +203,27 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
 
     t0 = time.time()
     replay_dir = a.out / f"{name}-replay"
-    step = make_step(name, f"cuda:{a.gpu}")
-    rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
-                          marginal=False)  # fmt: skip
-    del step
+    replay_rows: list[dict[str, Any]] = []
+    replay_summary: dict[str, Any] = {}
+    try:
+        step = make_step(name, f"cuda:{a.gpu}")
+        rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
+                              marginal=False)  # fmt: skip
+        del step
+        replay_rows = [r.to_row() for r in rep.rows]
+        replay_summary = rep.summary()
+        print(f"{name}: replay {rep.step_energy_j:.4g} J per step, sum of isolated {rep.sum_vs_step_pct:+.1f} % "
+              f"({time.time() - t0:.0f} s)", flush=True)  # fmt: skip
+    except Exception as exc:  # the attribution still runs, with the default priors only
+        traceback.print_exc()
+        print(f"ERROR {name} replay: {exc!r}; attributing without replay priors", flush=True)
+        replay_summary = {"error": repr(exc)}
     import torch
 
     torch.cuda.empty_cache()
-    replay_rows = [r.to_row() for r in rep.rows]
-    print(f"{name}: replay {rep.step_energy_j:.4g} J per step, sum of isolated {rep.sum_vs_step_pct:+.1f} % "
-          f"({time.time() - t0:.0f} s)", flush=True)  # fmt: skip
     run_dir = a.out / f"{name}-run"
     cmd = [sys.executable, "-m", "archline", "run", "-o", str(run_dir), "--force", "--gpu", str(a.gpu),
-           "--prior-replay", str(replay_dir), "--top", "15", "--",
+           *(["--prior-replay", str(replay_dir)] if replay_rows else []), "--top", "15", "--",
            sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
     print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n", flush=True)
@@ -226,7 +234,7 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     manifest = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").is_file() else {}
     names = demangle([str(r["group"]) for r in replay_rows])
     s = analyse(result, replay_rows, names=names, power_limit_w=(manifest.get("extra") or {}).get("power_limit_w"))
-    s["replay"] = rep.summary()
+    s["replay"] = replay_summary
     s["buffer_model"] = (manifest.get("extra") or {}).get("buffer_model")
     s["run_exit"] = proc.returncode
     s["notes"] = list(result.get("notes", []))
