@@ -9,9 +9,9 @@ import pytest
 from numpy.typing import NDArray
 
 from archline.characterize.kernels import catalogue as cat
-from archline.characterize.kernels.ptx import open_frame
+from archline.characterize.kernels.ptx import open_frame, retarget
 from archline.characterize.kernels.spec_table import spec_ops_per_clk_per_sm
-from archline.characterize.kernels.tensor import MMA_TYPES, mma_kernel, retarget, tensor_kernels
+from archline.characterize.kernels.tensor import MMA_TYPES, mma_kernel, tensor_kernels
 from archline.characterize.kernels.tensor_data import DATA_MODES, FORMATS, data_sweep, operand_words
 from archline.characterize.kernels.tensor_wgmma import WGMMA_TYPES, wgmma_kernel
 from archline.characterize.kernels.verify import expected_live

@@ -93,8 +93,9 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
     conf = round(100 * result.confidence)
     title = f"GPU energy by kernel: {_fmt_e(result.total_energy_j)} in total"
     caption = (
-        f"±: half-width of the {conf} % interval. how: fit = regression over the counter's windows, "
-        "int = power integrated over each call, rest = not explained by the fit; ? = not identifiable"
+        f"±: half-width of the {conf} % interval. how: fit = regression over the power buffer's or the "
+        "counter's windows, int = power integrated over each call, rest = not explained by the fit; "
+        "? = not identifiable; from = what set the estimate (data, prior, mixed)"
     )
     cols = [
         Col("kernel", "name"),
@@ -105,6 +106,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
         Col("share"),
         Col("power", drop=1),
         Col("how", "text"),
+        Col("from", "text", drop=5),
     ]
     rows: list[list[str]] = []
     styles: list[str | None] = []
@@ -123,6 +125,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
                 f"{100 * r.share:.1f}%",
                 f"{r.mean_power_w:.0f} W" if math.isfinite(r.mean_power_w) else "",
                 _METHOD_SHORT.get(r.method, r.method) + ("" if r.identifiable else " ?"),
+                r.dominated_by if r.kind in ("kernel", "memcpy", "memset", "program") else "",
             ]
         )
         styles.append(style)
@@ -139,6 +142,7 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
                 "",
                 _fmt_e(e),
                 _share(e, result.total_energy_j),
+                "",
                 "",
                 "",
             ]
@@ -158,6 +162,26 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
         box=box.SIMPLE_HEAD,
     )
     return t
+
+
+def read_replay_priors(directory: Path) -> dict[str, Any]:
+    """Kernel priors from a replay run directory's ``replay.csv``; bad input is an InputError naming the file."""
+    import csv
+
+    from archline.measurement.attribute.prior import priors_from_replay
+
+    path = directory / "replay.csv" if directory.is_dir() else directory
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found (give a run directory of archline replay)") from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    priors = priors_from_replay(rows)
+    if not priors:
+        raise InputError(f"{path}: no kernel group with a positive isolated energy")
+    return dict(priors)
 
 
 def register(app: typer.Typer) -> None:
@@ -212,6 +236,15 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "detach",
         top: Annotated[int, typer.Option("--top", help="Kernels shown on the terminal (the CSV has all).")] = 20,
+        prior_replay: Annotated[
+            Path | None,
+            typer.Option(
+                "--prior-replay",
+                metavar="DIR",
+                help="A graph-replay run directory (archline replay) whose isolated energies become each "
+                "kernel's prior; the table's 'from' column says whether data or prior set each row.",
+            ),
+        ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the result as JSON (the program's stdout goes to stderr).")
         ] = False,
@@ -231,6 +264,11 @@ def register(app: typer.Typer) -> None:
         from archline.measurement.attribute.run import run_program
         from archline.report.attribution_run import write_report_files
 
+        options = None
+        if prior_replay is not None:
+            from archline.measurement.attribute.attribution import AttributionOptions
+
+            options = AttributionOptions(priors=read_replay_priors(prior_replay))
         d = deps(ctx)
         with GpuSessions(d) as sessions:  # one NVML session for the sensors and the device facts
             a, code, failure = run_program(
@@ -245,6 +283,7 @@ def register(app: typer.Typer) -> None:
                 duty_mode=trace_duty_mode,
                 duty_auto=trace_duty == "auto",
                 render=write_report_files,
+                options=options,
                 backend=factory()
                 if (factory := d.attribution_backend) is not None
                 else nvml_backend(sessions, d.clock),

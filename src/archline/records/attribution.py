@@ -36,6 +36,7 @@ __all__ = [
     "RAW_FILES",
     "RESULT_FILES",
     "AttributionResult",
+    "Dominance",
     "KernelRow",
     "KernelTable",
     "LongCall",
@@ -74,8 +75,12 @@ KERNEL_COLUMNS: dict[str, tuple[str, str]] = {
     "method": ("", "regression, integrated, mixed or residual"),
     "identifiable": ("", "false if the data cannot separate this row from others (estimate leans on the prior)"),
     "data_weight": ("", "fraction of the estimate that comes from the data rather than the pooled prior (0–1)"),
+    "dominated_by": ("", "what set the estimate: data, prior (replay, counted model or pooled default) or mixed"),
     "note": ("", "why a row is not identifiable, or what to watch for"),
 }
+
+#: ``data``: the data set the estimate (data_weight ≥ 0.8); ``prior``: the prior did (≤ 0.2); ``mixed``: both.
+Dominance = Literal["data", "prior", "mixed"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +102,7 @@ class KernelRow:
     identifiable: bool = True
     data_weight: float = 1.0
     note: str = ""
+    dominated_by: str = "data"
 
     @property
     def mean_time_s(self) -> float:
@@ -129,6 +135,7 @@ class KernelRow:
         ):
             kw[k] = math.nan if kw.get(k) is None else float(kw[k])
         kw["note"] = kw.get("note") or ""
+        kw["dominated_by"] = kw.get("dominated_by") or "data"
         return cls(**kw)
 
 
@@ -186,7 +193,8 @@ class KernelTable(Sequence[KernelRow], Tabular):
             name = r.name if len(r.name) <= 48 else r.name[:47] + "…"
             lines.append(
                 f"{name:<48} {r.calls:>7d} {r.time_s * 1e3:>10.3f} {r.energy_j:>10.4g} "
-                f"{r.share * 100:>5.1f}% {r.mean_power_w:>8.1f}  {r.method}{'' if r.identifiable else ' (?)'}"
+                f"{r.share * 100:>5.1f}% {r.mean_power_w:>8.1f}  {r.method}{'' if r.identifiable else ' (?)'} "
+                f"[{r.dominated_by}]"
             )
         return "\n".join(lines)
 

@@ -84,7 +84,7 @@ def markdown_table(result: AttributionResult, *, top: int = 30) -> str:
     for r in rows:
         name = (short_name(r.name, 80) if r.kind in ("kernel", "memcpy", "memset") else r.name).replace("|", "\\|")
         ci = "" if r.kind in ("residual", "untraced") else f"{r.energy_lo_j:.4g} – {r.energy_hi_j:.4g}"
-        method = r.method + ("" if r.identifiable else " (not identifiable)")
+        method = r.method + ("" if r.identifiable else " (not identifiable)") + f", from {r.dominated_by}"
         lines.append(
             f"| {name} | {r.calls or ''} | {_cell(r.time_s * 1e3, '.4g')} | {r.energy_j:.4g} | {ci} | "
             f"{100 * r.share:.1f} % | {_cell(r.mean_power_w, '.0f')} | {method} |"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -22,6 +23,7 @@ __all__ = [
     "f32_bits",
     "f64_bits",
     "open_frame",
+    "retarget",
     "slot_count",
 ]
 
@@ -283,3 +285,13 @@ def open_frame(entry: str, extra: Sequence[Arg] = (), *, seed: int = SEED) -> Fr
         tid=tid,
         ntid=ntid,
     )
+
+
+_HEADER = re.compile(r"\A\.version \d+\.\d+\n\.target \w+\n")
+
+
+def retarget(ptx: str, *, version: tuple[int, int], target: str) -> str:
+    """``ptx`` with its ``.version``/``.target`` header (the module's first two lines) replaced."""
+    if not _HEADER.match(ptx):
+        raise ValueError("PTX does not start with a .version and a .target line")
+    return _HEADER.sub(f".version {version[0]}.{version[1]}\n.target {target}\n", ptx, count=1)

@@ -14,14 +14,13 @@ dense tensor flops per clock per SM (:data:`TENSOR_SPEC`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.characterize.kernels.ptx import PTX_TARGET, PTX_VERSION, RegClass, open_frame
+from archline.characterize.kernels.ptx import PTX_TARGET, PTX_VERSION, RegClass, open_frame, retarget
 from archline.characterize.kernels.tensor_data import DATA_MODES, FORMATS, data_sweep, mode_label, operand_words
 from archline.characterize.kernels.verify import Reject, check_live, out_words, verifier
 from archline.core.kernel import KernelSpec, Launch, SassCheck, VerifyFn, Work
@@ -32,7 +31,6 @@ __all__ = [
     "TENSOR_SPEC",
     "MmaType",
     "mma_kernel",
-    "retarget",
     "tensor_data_kernels",
     "tensor_kernels",
 ]
@@ -97,16 +95,6 @@ EMULATED: Mapping[str, frozenset[tuple[int, int]]] = {
     "fp8e4m3": frozenset({(9, 0), (10, 0)}),
     "fp8e5m2": frozenset({(9, 0), (10, 0)}),
 }
-
-
-_HEADER = re.compile(r"\A\.version \d+\.\d+\n\.target \w+\n")
-
-
-def retarget(ptx: str, *, version: tuple[int, int], target: str) -> str:
-    """``ptx`` with its ``.version``/``.target`` header (the module's first two lines) replaced."""
-    if not _HEADER.match(ptx):
-        raise ValueError("PTX does not start with a .version and a .target line")
-    return _HEADER.sub(f".version {version[0]}.{version[1]}\n.target {target}\n", ptx, count=1)
 
 
 def _ptx_version(need: tuple[int, int]) -> tuple[int, int]:

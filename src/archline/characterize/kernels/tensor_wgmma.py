@@ -20,8 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.characterize.kernels.ptx import PTX_TARGET, KernelBuilder, RegClass, open_frame
-from archline.characterize.kernels.tensor import retarget
+from archline.characterize.kernels.ptx import PTX_TARGET, KernelBuilder, RegClass, open_frame, retarget
 from archline.characterize.kernels.tensor_data import FORMATS, data_sweep, mode_label, operand_words
 from archline.characterize.kernels.verify import Reject, check_live, out_words, verifier
 from archline.core.kernel import KernelSpec, Launch, SassCheck, VerifyFn, Work

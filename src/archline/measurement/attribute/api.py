@@ -21,7 +21,9 @@ from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribute.design import GAP_NAMES
 from archline.measurement.attribute.io import ChunkWriter, save_raw
+from archline.measurement.attribute.prior import KernelPrior
 from archline.measurement.attribute.program import ProgramSpec
+from archline.measurement.choose import GpuIdentity, choose_model
 from archline.records import Manifest, RunDir, RunStatus
 from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult, KernelTable
 
@@ -361,6 +363,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         if error is None:
             try:
                 try:
+                    self.options = self._effective_options()
                     self.result = attribute_energy(
                         self.recording,
                         self.activities,
@@ -386,6 +389,29 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         self._write()
         if error is not None:
             raise error
+
+    def _effective_options(self) -> AttributionOptions:
+        """The options with what the board says filled in: its enforced power limit (a bound on every
+        row's power) and the power buffer's sensor model (its calibration, or the shipped prior of its
+        generation), so the kernels' powers are fitted on the 20 ms buffer."""
+        opts = self.options or AttributionOptions()
+        if opts.power_limit_w is not None and opts.buffer_model is not None:
+            return opts
+        static, state = self._device_facts()
+        changes: dict[str, Any] = {}
+        lim = state.get("enforced_power_limit_w") or state.get("power_limit_w")
+        if opts.power_limit_w is None and isinstance(lim, int | float) and lim > 0:
+            changes["power_limit_w"] = float(lim)
+            self.info["power_limit_w"] = float(lim)
+        if opts.buffer_model is None and static:
+            try:
+                choice = choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))
+            except ArchlineError:
+                choice = None
+            if choice is not None:
+                changes["buffer_model"] = choice.model
+                self.info["buffer_model"] = choice.describe
+        return replace(opts, **changes) if changes else opts
 
     def _whole_program(self, reason: str, t1: float) -> list[ActivityRecord]:
         """The block as one '[whole program]' activity, with a note saying why."""
@@ -439,13 +465,20 @@ def attribute(
     options: AttributionOptions | None = None,
     backend: Backend | None = None,
     render: ReportWriter | None = None,
+    priors: Mapping[str, KernelPrior] | None = None,
 ) -> Attribution:
     """Per-kernel energy of the code in a ``with`` block (see :class:`Attribution`).
 
     >>> with archline.attribute(gpu=0) as a:      # doctest: +SKIP
     ...     loss = model(batch).sum(); loss.backward()
     >>> a.kernels[0].name, a.kernels[0].energy_j   # doctest: +SKIP
+
+    ``priors``: what is known of kernels' energy per call, e.g.
+    ``priors_from_replay(archline.replay(step))``; each row's ``dominated_by`` says whether the
+    data or its prior set it.
     """
+    if priors is not None:
+        options = replace(options or AttributionOptions(), priors=dict(priors))
     return Attribution(
         gpu, out=out, force=force, pre_s=pre_s, post_s=post_s, options=options, backend=backend, render=render
     )

@@ -1,13 +1,14 @@
 """Attribute a recording's energy to the kernels that ran in it, with intervals, plus what is left over.
 
-Over 400 lines on purpose: the windows, the design, the fit and the rows that add up to the
-counter are one estimate whose steps share their intermediate arrays; issue 13 rebuilds it.
+The windows, the design, the fit and the rows that add up to the counter are one estimate whose
+steps share their intermediate arrays; the fit's data and priors are in buffer_fit.py, the rows' helpers
+in rows.py.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,10 +19,14 @@ from archline.core.activity import ActivityRecord
 from archline.core.readings import Readings
 from archline.core.recording import Recording
 from archline.errors import SensorError, TooLittleTracedError
+from archline.measurement.attribute.buffer_fit import buffer_design, power_bounds, prior_arrays
 from archline.measurement.attribute.design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
-from archline.measurement.attribute.fit import PowerFit, block_bootstrap, fit_powers
+from archline.measurement.attribute.fit import block_bootstrap, fit_powers
+from archline.measurement.attribute.prior import KernelPrior, dominance
+from archline.measurement.attribute.rows import exact_row, inside, limit_note, merge_intervals, overlap_s, row_note
 from archline.measurement.attribute.windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
-from archline.records.attribution import AttributionResult, KernelRow, LongCall, RowKind, RowMethod
+from archline.measurement.sensor_model import SensorModel
+from archline.records.attribution import AttributionResult, KernelRow, LongCall, RowMethod
 
 __all__ = ["GAP_NAMES", "AttributionOptions", "attribute_energy"]
 
@@ -47,6 +52,14 @@ class AttributionOptions:
     sensor-model correction); None uses them as they are.
     ``trace_settle_s``: with duty-cycled tracing, windows starting this soon after tracing was
     switched on are not used (kernels launched just before the switch may still be running).
+    ``fit_source``: ``buffer`` fits the kernels' powers on the power buffer's readings (about 5×
+    the counter's windows, and they see the mix change inside a step), scaled to the counter;
+    ``counter`` on the energy counter's windows. ``buffer_model``: the buffer's sensor
+    model (lag, averaging window, delay: :func:`archline.measurement.choose.choose_model`);
+    None takes each reading as the mean power since the previous one.
+    ``priors``: per kernel name, what replay or a counted model says of its energy per call;
+    other kernels get the weak pooled prior. ``power_limit_w``: the board's enforced limit;
+    no row's power is fitted above it × 1.05.
     """
 
     counter_source: str = "nvml.energy"
@@ -64,6 +77,10 @@ class AttributionOptions:
     min_data_weight: float = 0.8
     power_correction: Callable[[Readings], Readings] | None = None
     trace_settle_s: float = 0.05
+    fit_source: str = "buffer"
+    buffer_model: SensorModel | None = None
+    priors: Mapping[str, KernelPrior] | None = None
+    power_limit_w: float | None = None
 
 
 def _windows(recording: Recording, opts: AttributionOptions, notes: list[str]) -> EnergyWindows:
@@ -91,58 +108,15 @@ def _windows(recording: Recording, opts: AttributionOptions, notes: list[str]) -
     return buffer_windows(buf)
 
 
-def _row_note(k: int, names: list[str], fit: PowerFit, active: I64) -> str:
-    corr = fit.correlation()
-    pos = int(np.nonzero(active == k)[0][0])
-    c = corr[pos].copy()
-    c[pos] = 0.0
-    if c.size > 1:
-        j = int(np.argmax(np.abs(c)))
-        if abs(c[j]) >= 0.7:
-            return f"not identifiable: confounded with {names[int(active[j])]} (r = {c[j]:+.2f})"
-    return "not identifiable: too little variation in its share of the windows; power is mostly the pooled prior"
-
-
-def _exact_row(kind: RowKind, energy_j: float, total_j: float, method: RowMethod, time_s: float = 0.0) -> KernelRow:
-    """A row whose energy is known exactly (the residual, untraced time): no interval, no power."""
-    return KernelRow(
-        name=GAP_NAMES[kind],
-        kind=kind,
-        calls=0,
-        time_s=time_s,
-        energy_j=energy_j,
-        energy_lo_j=energy_j,
-        energy_hi_j=energy_j,
-        share=energy_j / total_j if total_j else math.nan,
-        mean_power_w=math.nan,
-        power_lo_w=math.nan,
-        power_hi_w=math.nan,
-        method=method,
-    )
-
-
-def _merge(lo: F64, hi: F64, keep: NDArray[np.bool_]) -> list[tuple[float, float]]:
-    """Contiguous runs of kept windows as (start, end) intervals."""
-    out: list[tuple[float, float]] = []
-    for a, b, k in zip(lo.tolist(), hi.tolist(), keep.tolist(), strict=True):
-        if not k:
-            continue
-        if out and abs(out[-1][1] - a) < 1e-12:
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
-
-
-def _inside(mid: F64, intervals: Sequence[tuple[float, float]]) -> NDArray[np.bool_]:
-    m = np.zeros(mid.shape, dtype=bool)
-    for a, b in intervals:
-        m |= (mid >= a) & (mid < b)
-    return m
-
-
-def _overlap(s: float, e: float, intervals: Sequence[tuple[float, float]]) -> float:
-    return float(sum(max(0.0, min(e, b) - max(s, a)) for a, b in intervals))
+def _buffer_model(opts: AttributionOptions, buf: Readings | None, notes: list[str]) -> SensorModel | None:
+    """The power buffer's sensor model when one was given (a calibration or a shipped prior); None fits
+    on the counter's windows: a model inferred from the run alone biased short kernels by 3–40 % in tests."""
+    if opts.buffer_model is None and opts.fit_source == "buffer" and buf is not None:
+        notes.append(
+            "no calibrated sensor model for the power buffer: kernel powers fitted on the energy counter's "
+            "windows, which a steady loop cannot tell apart (archline calibrate gives one)"
+        )
+    return opts.buffer_model
 
 
 def attribute_energy(
@@ -227,7 +201,7 @@ def attribute_energy(
             f"duty-cycled tracing: {int(keep.sum())} of {len(y)} counter windows were traced and fitted; "
             "per-kernel rows cover the traced time only"
         )
-    kept = _merge(edges[:-1], edges[1:], keep)
+    kept = merge_intervals(edges[:-1], edges[1:], keep)
 
     # Power buffer vs counter: a scale for the integrated calls and the spread that sets their interval.
     scale, rel_sd = 1.0, math.nan
@@ -253,6 +227,15 @@ def attribute_energy(
     col_time = x.sum(axis=0)
     active = np.nonzero(col_time > 0)[0].astype(np.int64)
     xa = x[:, active]
+    fit_windows = "counter"
+    model = _buffer_model(opts, buf, notes) if integral is not None and w.source != opts.buffer_source else None
+    if opts.fit_source == "buffer" and integral is not None and model is not None:
+        xb, yb = buffer_design(d, integral, scale, kept, model=model)
+        if xb.shape[0] >= max(2 * len(y_short), active.size + 3):
+            xa, y_short, fit_windows = xb[:, active], yb, "buffer"
+            notes.append(f"kernel powers fitted on {xb.shape[0]} power-buffer windows, scaled to the energy counter")
+    elif opts.fit_source not in ("buffer", "counter"):
+        raise ValueError(f"unknown fit_source {opts.fit_source!r}")
 
     # Stage 1: pooled busy / gap / idle powers, weakly anchored at the run's mean power.
     span_s = float(sum(b - a for a, b in kept))
@@ -269,18 +252,27 @@ def attribute_energy(
     par_se = np.full(n_par, mean_p)
     par_p[used_par] = fit1.power_w
     par_se[used_par] = fit1.se_w
+    if np.any(used_par == 2) and np.any(used_par == 1) and par_p[1] < par_p[2]:
+        # One pooled busy power misfits a loop whose phases differ in power; the GPU waiting inside the
+        # program never draws less than idle, so the gaps' prior starts there.
+        par_p[1], par_se[1] = par_p[2], max(par_se[1], par_p[2] - par_p[1])
 
     # Stage 2: every column, shrunk towards its pooled power where the data are silent.
     pm = par_p[d.col_parent[active]]
     floor = 0.05 * max(mean_p, 1.0)
     psd = np.sqrt((opts.prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
-    fit = fit_powers(xa, y_short, pm, psd)
+    pm, psd, prior_src = prior_arrays(d, active, pm, psd, opts.priors or {})
+    upper = power_bounds(d, active, opts.power_limit_w)
+    fit = fit_powers(xa, y_short, pm, psd, upper_w=upper)
+    at_limit = np.zeros(n_cols, bool)
+    at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
+    src_of = dict(zip(active.tolist(), prior_src, strict=True))
     tq = fit.t_quantile(opts.confidence)
     p_lo = fit.power_w - tq * fit.se_w
     p_hi = fit.power_w + tq * fit.se_w
     if opts.ci_method == "bootstrap":
-        boot = block_bootstrap(xa, y_short, fit, pm, n_boot=opts.n_bootstrap, seed=opts.seed)
+        boot = block_bootstrap(xa, y_short, fit, pm, n_boot=opts.n_bootstrap, seed=opts.seed, upper_w=upper)
         alpha = (1.0 - opts.confidence) / 2.0
         p_lo = np.quantile(boot, alpha, axis=0)
         p_hi = np.quantile(boot, 1.0 - alpha, axis=0)
@@ -299,8 +291,8 @@ def attribute_energy(
         in_span = (d.act_e > span_lo) & (d.act_s < span_hi)
         g_in = (d.gap_e > span_lo) & (d.gap_s < span_hi)
     else:
-        in_span = _inside(0.5 * (d.act_s + d.act_e), kept)
-        g_in = _inside(0.5 * (d.gap_s + d.gap_e), kept)
+        in_span = inside(0.5 * (d.act_s + d.act_e), kept)
+        g_in = inside(0.5 * (d.gap_s + d.gap_e), kept)
     calls = np.bincount(d.act_col[in_span], minlength=n_cols)
     calls += np.bincount(d.gap_col[g_in], minlength=n_cols)
     outside = np.clip(np.minimum(d.act_e, span_lo) - d.act_s, 0, None) + np.clip(
@@ -323,7 +315,7 @@ def attribute_energy(
     for j, i in enumerate(d.long_idx):
         c = int(d.act_col[i])
         e_j = float(long_e[j][keep].sum())
-        t_in = _overlap(float(d.act_s[i]), float(d.act_e[i]), kept) * float(d.long_share[j])
+        t_in = overlap_s(float(d.act_s[i]), float(d.act_e[i]), kept) * float(d.long_share[j])
         long_time[c] += t_in
         long_j[c] += e_j
         dur_i = float(d.act_e[i] - d.act_s[i])
@@ -351,7 +343,10 @@ def attribute_energy(
         e_hi = e + math.hypot(half_short_hi, half_long)
         method: RowMethod = "regression" if long_time[k] == 0 else ("integrated" if t_short == 0 else "mixed")
         identifiable = bool(t_short == 0 or weight[k] >= opts.min_data_weight)
-        note = "" if identifiable else _row_note(k, d.col_names, fit, active)
+        note = "" if identifiable else row_note(k, d.col_names, fit, active, src_of.get(k, "default"))
+        over = limit_note(opts.power_limit_w, bool(at_limit[k]), e / t_all if t_all > 0 else math.nan)
+        if over:
+            identifiable, note = False, over
         rows.append(
             KernelRow(
                 name=d.col_names[k],
@@ -369,14 +364,15 @@ def attribute_energy(
                 identifiable=identifiable,
                 data_weight=float(weight[k]) if t_short > 0 else 1.0,
                 note=note,
+                dominated_by=dominance(float(weight[k]) if t_short > 0 else 1.0),
             )
         )
     residual = total_kept - sum(r.energy_j for r in rows)
     if traced is not None:
         lo_e, hi_e = edges[:-1], edges[1:]
         untraced_s = float(np.sum((hi_e - lo_e)[~keep]))
-        rows.append(_exact_row("untraced", float(y[~keep].sum()), total_j, "counter", untraced_s))
-    rows.append(_exact_row("residual", residual, total_j, "residual"))
+        rows.append(exact_row("untraced", float(y[~keep].sum()), total_j, "counter", untraced_s))
+    rows.append(exact_row("residual", residual, total_j, "residual"))
     act_rows = sorted(
         (r for r in rows if r.kind in ("kernel", "memcpy", "memset", "program")), key=lambda r: -r.energy_j
     )
@@ -384,7 +380,7 @@ def attribute_energy(
     whole = bool(activities) and all(a.kind == "program" for a in activities)
     n_unident = sum(1 for r in act_rows if not r.identifiable)
     if n_unident:
-        notes.append(f"{n_unident} row(s) not identifiable from this run; their energies lean on the pooled prior")
+        notes.append(f"{n_unident} row(s) not identifiable from this run; their energies lean on their priors")
     return AttributionResult(
         rows=tuple(act_rows + other),
         total_energy_j=total_j,
@@ -411,5 +407,9 @@ def attribute_energy(
             "pooled_power_w": {n: float(par_p[i]) for i, n in enumerate(("busy", "gaps", "idle"))},
             "counter_regular": w.regular,
             "counter_jitter_s": w.jitter_s,
+            "fit_windows": fit_windows,
+            "fit_window_count": int(xa.shape[0]),
+            "power_limit_w": opts.power_limit_w,
+            "priors": {d.col_names[k]: s_ for k, s_ in src_of.items() if s_ != "default"},
         },
     )

@@ -78,7 +78,7 @@ def _hac_cov(x: F64, resid: F64, ginv: F64, lam: F64, sigma2: float, *, lags: in
     return out
 
 
-def _solve(x: F64, y: F64, lam: F64, mu: F64, nonneg: bool) -> F64:
+def _solve(x: F64, y: F64, lam: F64, mu: F64, nonneg: bool, upper: F64 | None = None) -> F64:
     sq = np.sqrt(lam)
     a = np.vstack([x, np.diag(sq)])
     b = np.concatenate([y, sq * mu])
@@ -86,8 +86,10 @@ def _solve(x: F64, y: F64, lam: F64, mu: F64, nonneg: bool) -> F64:
     norm = np.linalg.norm(a, axis=0)
     norm[norm == 0] = 1.0
     an = a / norm
-    if nonneg:
-        res = optimize.lsq_linear(an, b, bounds=(0.0, np.inf), method="bvls" if an.shape[1] <= 60 else "trf")
+    if nonneg or upper is not None:
+        ub = np.full(an.shape[1], np.inf) if upper is None else upper * norm
+        lb = np.zeros(an.shape[1]) if nonneg else np.full(an.shape[1], -np.inf)
+        res = optimize.lsq_linear(an, b, bounds=(lb, ub), method="bvls" if an.shape[1] <= 60 else "trf")
         z = np.asarray(res.x, np.float64)
     else:
         z = np.linalg.lstsq(an, b, rcond=None)[0]
@@ -104,12 +106,14 @@ def fit_powers(
     sigma_j: float | None = None,
     nonneg: bool = True,
     hac_lags: int = 2,
+    upper_w: F64 | None = None,
 ) -> PowerFit:
     """Fit column powers to window energies (see :class:`PowerFit`).
 
     ``sigma_j`` is the rms noise of one window's energy; by default it is estimated from
     the unconstrained fit's residuals, then refined once from the ridge fit's. The covariance
     is a Newey–West sandwich over ``hac_lags`` lags plus the shrinkage term (see :func:`_hac_cov`).
+    ``upper_w`` bounds each power from above (bounded least squares, e.g. the board's power limit).
     """
     n = x.shape[0]
     mu = np.asarray(prior_mean_w, np.float64)
@@ -127,7 +131,7 @@ def fit_powers(
     xtx = x.T @ x
     for it in range(2 if refine else 1):
         lam = sigma2 / tau**2
-        p = _solve(x, y, lam, mu, nonneg) if n else mu.copy()
+        p = _solve(x, y, lam, mu, nonneg, upper_w) if n else mu.copy()
         g = xtx + np.diag(lam)
         ginv = np.linalg.pinv(g)
         data_weight = np.clip(1.0 - lam * np.diag(ginv), 0.0, 1.0)
@@ -159,6 +163,7 @@ def block_bootstrap(
     block: int | None = None,
     seed: int = 0,
     nonneg: bool = True,
+    upper_w: F64 | None = None,
 ) -> F64:
     """Powers refitted on moving-block resamples of the windows (``n_boot × columns``).
 
@@ -176,5 +181,5 @@ def block_bootstrap(
     for i in range(n_boot):
         st = rng.integers(0, starts_max, n_blocks)
         idx = (st[:, None] + np.arange(b)[None, :]).ravel()[:n] % n
-        out[i] = _solve(x[idx], y[idx], fit.lam, prior_mean_w, nonneg)
+        out[i] = _solve(x[idx], y[idx], fit.lam, prior_mean_w, nonneg, upper_w)
     return out

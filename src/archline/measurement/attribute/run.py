@@ -29,6 +29,7 @@ from archline.measurement.attribute.program import (
 
 if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a program runs, not at CLI start
     from archline.measurement.attribute.api import Attribution, Backend, ReportWriter
+    from archline.measurement.attribute.attribution import AttributionOptions
 
 __all__ = ["DUTY_MODES", "run_program"]
 
@@ -75,6 +76,7 @@ def run_program(
     duty_mode: str = "detach",
     render: ReportWriter | None = None,
     duty_auto: bool = False,
+    options: AttributionOptions | None = None,
 ) -> tuple[Attribution, int, str | None]:
     """Run ``cmd`` under an :class:`Attribution` writing into ``out``; return it, the exit status, and
     the program's failure (a line) if it raised in-process.
@@ -131,8 +133,8 @@ def run_program(
         for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
             if k in env:
                 os.environ[k] = env[k]
-        return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes, render)
-    return _run_child(spec, choice, gpu, out, force, quiet_stdout, backend, env, notes, render)
+        return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes, render, options)
+    return _run_child(spec, choice, gpu, out, force, quiet_stdout, backend, env, notes, render, options)
 
 
 def _build_injection() -> Path:
@@ -151,6 +153,7 @@ def _run_in_process(
     backend: Backend,
     notes: list[str],
     render: ReportWriter | None,
+    options: AttributionOptions | None = None,
 ) -> tuple[Attribution, int, str | None]:
     from archline.measurement.attribute.api import Attribution
 
@@ -158,6 +161,7 @@ def _run_in_process(
         gpu,
         out=out,
         force=force,
+        options=options,
         trace=trace,
         backend=backend,
         command=spec.argv,
@@ -183,6 +187,7 @@ def _run_child(
     env: dict[str, str],
     notes: list[str],
     render: ReportWriter | None,
+    options: AttributionOptions | None = None,
 ) -> tuple[Attribution, int, str | None]:
     from archline.hw.cupti.inject import injection_env
     from archline.measurement.attribute.api import Attribution
@@ -192,6 +197,7 @@ def _run_child(
         gpu,
         out=out,
         force=force,
+        options=options,
         trace=False,
         backend=backend,
         command=child.argv,

@@ -1,0 +1,60 @@
+"""``archline run --prior-replay``: replay priors, the board's power limit and the 'from' column, on a fake GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from archline.cli._common import Deps
+from archline.cli.app import app
+from archline.records import RunDir
+from tests.helpers.attrib_fakes import PROGRAM_MODULE, FakeGPU
+
+SCRIPT = """
+import archline_fake_cuda as gpu
+for i in range(64):
+    gpu.launch("hot_kernel" if (i // 16) % 2 == 0 else "cool_kernel", 0.005, 400.0 if (i // 16) % 2 == 0 else 180.0)
+"""
+
+
+@pytest.fixture()
+def fake_gpu(monkeypatch):
+    gpu = FakeGPU()
+    monkeypatch.setitem(sys.modules, PROGRAM_MODULE, gpu.module())
+    gpu.deps = Deps(attribution_backend=gpu.backend)  # type: ignore[attr-defined]
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    for k in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
+        monkeypatch.delenv(k, raising=False)
+    return gpu
+
+
+def test_run_takes_replay_priors_and_the_boards_power_limit(fake_gpu, tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(SCRIPT)
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "replay.csv").write_text(
+        "group,kind,nodes_per_step,time_s,energy_j,energy_sigma_j,mean_power_w,marginal_j,marginal_sigma_j\n"
+        "hot_kernel,kernel,1,0.005,2.0,0.02,400,,\n"
+    )
+    out = tmp_path / "run"
+    argv = ["run", "-o", str(out), "--tracer", "python", "--prior-replay", str(replay), "--", str(script)]
+    res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    assert rd.manifest.extra["power_limit_w"] == 700.0
+    rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
+    assert rows["hot_kernel"]["dominated_by"] in ("data", "mixed", "prior")
+    att = rd.read_json("attribution.json")
+    assert att["extra"]["priors"] == {"hot_kernel": "replay"}
+    assert att["extra"]["power_limit_w"] == 700.0
+
+
+def test_a_missing_replay_directory_is_one_line_exit_2(fake_gpu, tmp_path):
+    argv = ["run", "--prior-replay", str(tmp_path / "nope"), "--", "true"]
+    res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
+    assert res.exit_code == 2
+    assert "nope: file not found" in res.output and "Traceback" not in res.output

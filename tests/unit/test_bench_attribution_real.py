@@ -1,0 +1,84 @@
+"""The analysis of benchmarks/validate_attribution_real.py on a simulated run and a fake replay."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
+from tests.helpers.attrib_sim import SimKernel
+from tests.helpers.attrib_steady import LAGGED_BUFFER, LoopSpec, steady_loop
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "validate_attribution_real.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("validate_attribution_real", BENCH)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["validate_attribution_real"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    kernels = [SimKernel("gemm", 0.0004, 520.0), SimKernel("norm", 0.0001, 300.0), SimKernel("sgd", 0.00005, 220.0)]
+    phases = [[("gemm", 60), ("norm", 60)], [("sgd", 200)]]
+    run = steady_loop(LoopSpec(kernels, phases, steps=60), seed=4)
+    opts = AttributionOptions(buffer_model=LAGGED_BUFFER, power_limit_w=700.0)
+    res = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=opts)
+    # The replay per step: gemm measured 5 % high, norm right, sgd missing; names mangled as graph nodes are.
+    per_step = {n: run.truth_energy_j[n] / 60 for n in ("gemm", "norm")}
+    replay = [
+        {"group": "_Z4gemmv", "nodes_per_step": 60, "energy_j": 1.05 * per_step["gemm"], "energy_sigma_j": 0.01},
+        {"group": "norm", "nodes_per_step": 60, "energy_j": per_step["norm"], "energy_sigma_j": 0.01},
+        {"group": "[all other nodes]", "nodes_per_step": 200, "energy_j": 1.0, "energy_sigma_j": 0.01},
+    ]
+    return run, json.loads(json.dumps(res.to_json())), replay
+
+
+def test_analysis_figures_of_a_simulated_run(bench, simulated):
+    run, result, replay = simulated
+    s = bench.analyse(result, replay, names={"_Z4gemmv": "gemm"})
+    assert s["kernel_rows"] == 3
+    assert s["kernel_energy_j"] == pytest.approx(sum(run.truth_energy_j.values()), rel=0.03)
+    assert s["identifiable_share"] == pytest.approx(1.0)
+    assert s["dominated_by_share"] == {"data": pytest.approx(1.0)}
+    assert s["identifiable_rows_above_limit"] == []
+    assert s["power_limit_w"] == 700.0
+    top = {t["name"]: t for t in s["top"]}
+    assert top["norm"]["diff_pct"] == pytest.approx(0.0, abs=5.0)
+    assert top["gemm"]["diff_pct"] == pytest.approx(-100 * 0.05 / 1.05, abs=2.0)
+    assert top["gemm"]["replay_per_call_j"] == pytest.approx(1.05 * run.truth_per_call_j("gemm"), rel=1e-6)
+    assert top["sgd"]["diff_pct"] is None
+    assert s["top_compared"] == 2
+    assert abs(s["rows_vs_counter_pct"]) < 1e-6
+    assert s["fit_windows"] == "buffer"
+    lines = bench.verdicts(s)
+    assert len(lines) == 4 and all(v.endswith("PASS") for v in lines[1:])
+    assert lines[0].endswith("PASS") == (s["identifiable_within_15pct_share"] >= 0.8)
+    # An identifiable row above the limit fails the check.
+    hot = dict(result, rows=[dict(r, mean_power_w=800.0) if r["name"] == "gemm" else r for r in result["rows"]])
+    assert bench.analyse(hot, replay)["identifiable_rows_above_limit"] == ["gemm"]
+
+
+def test_report_prints_every_top_row(bench, simulated, capsys):
+    _, result, replay = simulated
+    bench.report("sim", bench.analyse(result, replay))
+    out = capsys.readouterr().out
+    assert "== sim: 3 kernel rows" in out and "no replay row" in out and out.count("PASS/FAIL sim:") == 4
+
+
+def test_arguments_are_checked_before_any_gpu_work(bench, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main([])
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--out", "x", "--only", "vgg"])
+    assert e.value.code == 2 and "unknown workload 'vgg'" in capsys.readouterr().err
