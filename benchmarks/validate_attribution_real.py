@@ -223,7 +223,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     torch.cuda.empty_cache()
     run_dir = a.out / f"{name}-run"
     cmd = [sys.executable, "-m", "archline", "run", "-o", str(run_dir), "--force", "--gpu", str(a.gpu),
-           *(["--prior-replay", str(replay_dir)] if replay_rows else []), "--top", "15", "--",
+           *(["--prior-replay", str(replay_dir)] if replay_rows else []), "--top", "15",
+           "--trace-duty", a.trace_duty, "--",
            sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
     print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n", flush=True)
@@ -251,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(WORKLOADS))
     ap.add_argument("--loop", choices=WORKLOADS, help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, default=None)
+    ap.add_argument(
+        "--trace-duty", default="full", help="archline run --trace-duty (full: every kernel, the reference)"
+    )
     a = ap.parse_args(argv)
     if a.loop:
         return loop(a.loop, a.seconds or 10.0)
