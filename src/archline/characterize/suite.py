@@ -164,6 +164,19 @@ def refresh_targets(rd: RunDir, reason: str) -> list[dict[str, Any]]:
     return out
 
 
+def _latency(s: Any, say: Callable[[str], None]) -> None:
+    """Pointer-chase latencies (one thread, milliseconds): ``latency.csv`` in the run directory."""
+    from archline.characterize.latency import LATENCY_COLUMNS, run_latency
+
+    say("pointer-chase latency: L1, shared memory, L2, DRAM")
+    try:
+        rows = run_latency(s.ex)
+    except ArchlineError as exc:
+        say(f"pointer-chase latency failed: {exc}")
+        return
+    s.rd.write_csv("latency.csv", rows, LATENCY_COLUMNS)
+
+
 def characterize_gpu(
     gpu: int,
     output: Path,
@@ -196,7 +209,12 @@ def characterize_gpu(
             dev = s.ex.device
             groups = ("arithmetic", "memory", "sync", "tensor")
             pool = [k for k in catalogue.catalogue(dev) if k.group in groups]
-            specs = catalogue.select(only, specs=pool) if only else (catalogue.quick(dev) if quick else pool)
+            # "lat…" selects the pointer-chase latencies, which are not catalogue kernels.
+            kernel_only = [p for p in only if not p.startswith("lat")]
+            if only and not kernel_only:
+                specs: list[KernelSpec] = []
+            else:
+                specs = catalogue.select(kernel_only, specs=pool) if only else (catalogue.quick(dev) if quick else pool)
             if quick and not only:
                 specs = [k for k in specs if k.group in groups]
             cc = dev.compute_capability
@@ -223,6 +241,8 @@ def characterize_gpu(
             )
             if res.interrupted:
                 raise KeyboardInterrupt  # the session then records "interrupted" and saves the traces
+            if not only or any(p.startswith("lat") for p in only):
+                _latency(s, say)
             if roofline:
                 from archline.characterize.roofline import run_roofline
 

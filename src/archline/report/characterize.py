@@ -20,7 +20,7 @@ from archline.report.sections import (
     throughput_blocks,
 )
 from archline.report.tables import arithmetic_table, detail_table, group_rows, memory_table, sync_table
-from archline.report.tensor import tensor_blocks
+from archline.report.tensor import latency_blocks, tensor_blocks
 
 __all__ = ["PLOTS_DIR", "build_document", "render"]
 
@@ -72,6 +72,9 @@ def build_document(data: RunData, out_dir: Path, *, banner: str | None = None) -
         doc.add(Para("No synchronisation benchmarks in this run."))
     if group_rows(data.rows, "tensor") or group_rows(data.rows, "tensor", sweeps=True):
         doc.add(Heading("Tensor cores and operand data"), *tensor_blocks(data.rows, ctx))
+    lat = latency_blocks(data.run.path)
+    if lat:
+        doc.add(Heading("Latency"), *lat)
     others = [r for r in data.rows if r.text("group") not in _COVERED]
     if others:
         doc.add(Heading("Other benchmarks"), detail_table(others, ctx, "Benchmarks of other groups"))
