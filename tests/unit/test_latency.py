@@ -94,7 +94,8 @@ def test_report_table_from_latency_csv(tmp_path: Path) -> None:
     write_csv(tmp_path / "latency.csv", rows, LATENCY_COLUMNS)
     (table,) = latency_blocks(tmp_path)
     assert isinstance(table, Table) and [r[0] for r in table.rows] == ["l1", "shared", "l2", "dram"]
-    assert table.rows[0][2] == "36.0" and table.rows[3][4] == "480–650"
+    assert table.rows[0][2] == "36.0" and table.rows[3][4] == "480–650" and table.rows[0][6] == "yes"
+    assert table.rows[0][1] == "8 KiB"
     assert latency_blocks(tmp_path / "nothing") == []
 
 

@@ -85,6 +85,7 @@ def run_suite(
     res = SuiteResult()
     columns = [*RESULT_COLUMNS, *_EXTRA_COLUMNS]
     total = len(specs)
+    rd.write_csv("results.csv", [], columns)  # present from the start, even for a run of no kernels
     try:
         for i, spec in enumerate(specs):
             if on_start:

@@ -197,6 +197,13 @@ def tensor_blocks(rows: Sequence[CsvRow], ctx: Ctx) -> list[Block]:
     return blocks
 
 
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} B"
+
+
 def latency_blocks(run_path: Path) -> list[Block]:
     """The pointer-chase latency table (``latency.csv``) against the published Hopper figures."""
     path = run_path / "latency.csv"
@@ -219,12 +226,12 @@ def latency_blocks(run_path: Path) -> list[Block]:
         body.append(
             (
                 r.get("level", ""),
-                f"{int(float(r.get('footprint_b') or 0)) // 1024} KiB",
+                _bytes(int(float(r.get("footprint_b") or 0))),
                 f"{c:.1f}" if c is not None else Missing(why),
                 f"{c2:.1f}" if c2 is not None else Missing(why),
                 (f"{lo:g}" if lo == hi else f"{lo:g}–{hi:g}") if lo is not None and hi is not None else Missing("none"),
                 f"{d:+.1f} %" if d is not None else Missing(why),
-                "yes" if r.get("verified") == "True" else Missing(why),
+                "yes" if (r.get("verified") or "").lower() == "true" else Missing(why or "the chase did not check out"),
             )
         )
     return [
