@@ -210,9 +210,13 @@ def render_attribution_report(run: RunDir, out_dir: Path) -> RenderedReport:
         raw = None
     warnings: list[str] = []
     if raw is not None:
-        from archline.measurement.attribute.attribution import attribute_energy
+        from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 
-        result = attribute_energy(raw.recording, raw.activities, program_span=raw.program_span)
+        # The board's enforced power limit, from the run's record (older runs: the state before).
+        m0 = run.manifest
+        limit = (m0.extra or {}).get("power_limit_w") or (m0.state_before or {}).get("enforced_power_limit_w")
+        opts = AttributionOptions(power_limit_w=float(limit)) if limit else None
+        result = attribute_energy(raw.recording, raw.activities, program_span=raw.program_span, options=opts)
         files = write_attribution_outputs(out_dir, raw.recording, raw.activities, result, program_span=raw.program_span)
     else:
         result = AttributionResult.read(run.path)
