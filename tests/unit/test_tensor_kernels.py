@@ -98,7 +98,7 @@ def test_skip_reasons_name_the_architecture() -> None:
     specs = {s.name: s for s in cat.catalogue()}
     assert cat.skip_reason(specs["tensor.wgmma.bf16"], (9, 0)) is None
     assert "sm_90a" in (cat.skip_reason(specs["tensor.wgmma.bf16"], (10, 0)) or "")
-    assert "8.0 or later" in (cat.skip_reason(specs["tensor.mma.bf16"], (7, 5)) or "")
+    assert "8.0 (sm_80" in (cat.skip_reason(specs["tensor.mma.bf16"], (7, 5)) or "")
     assert "emulates" in (cat.skip_reason(specs["tensor.mma.fp8e4m3"], (9, 0)) or "")
     assert cat.skip_reason(specs["tensor.mma.fp8e4m3"], (8, 9)) is None
 

@@ -92,7 +92,7 @@ def _row(pair: InstructionPair, lvl: int, a: KernelRun, b: KernelRun) -> Instruc
         if ra.get("verified") is None
         else bool(ra.get("verified") and rb.get("verified") is not False),
     }
-    notes = [x for x in (ra.get("note"), rb.get("note")) if x]
+    notes = list(dict.fromkeys(x for x in (ra.get("note"), rb.get("note")) if x))
     ok = ra.get("status") == "ok" and rb.get("status") == "ok"
     ea, eb = ra.get("energy_j"), rb.get("energy_j")
     ua, ub = ra.get("energy_uncertainty_j"), rb.get("energy_uncertainty_j")
@@ -118,7 +118,8 @@ def _row(pair: InstructionPair, lvl: int, a: KernelRun, b: KernelRun) -> Instruc
                 dynamic_energy_per_thread_instr_pj=dyn / n * 1e12,
                 dynamic_energy_per_thread_instr_uncertainty_pj=e.per_thread_uncertainty_pj,
             )
-    return InstructionRow(**base, status="ok" if ok else "failed", note="; ".join(notes))
+    status = "ok" if ok else ("skipped" if ra.get("status") == "skipped" else "failed")
+    return InstructionRow(**base, status=status, note="; ".join(notes))
 
 
 def run_instruction_table(

@@ -32,7 +32,7 @@ _PREC: dict[str, Precision] = {"single": "fp32", "double": "fp64"}
 def _time_one(runner: Runner, spec: KernelSpec) -> float:
     """Seconds per iteration of ``spec`` from a short calibration (no energy, no verification)."""
     ex = runner.ex
-    k = ex.load(spec.ptx, spec.entry, opt_level=3)
+    k = ex.load(runner.ptx(spec), spec.entry, opt_level=3)
     threads = spec.launch.grid_for(ex.device.sm_count) * spec.launch.block
     bufs = runner._buffers(spec, threads)
     try:

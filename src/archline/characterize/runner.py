@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from archline.characterize.kernels.archs import device_arch, skip_reason
+from archline.core.arch import VOLTA_NOTE, ptx_for
 from archline.core.executor import Executor, LaunchResult
 from archline.core.kernel import Arg, KernelSpec
 from archline.core.readings import Clock, SystemClock
@@ -142,10 +144,26 @@ class Runner:
         the same trips as its instruction kernel).
         """
         lvl = self.opt.opt_level if opt_level is None else opt_level
+        why = self.skip_reason(spec)
+        if why is not None:
+            return KernelRun(spec, self._base_row(spec, lvl) | {"status": "skipped", "note": why})
         try:
             return self._run(spec, lvl, target_s or self.opt.target_s, iters)
         except BenchmarkError as exc:
             return KernelRun(spec, self._base_row(spec, lvl) | {"status": "failed", "note": str(exc)})
+
+    def skip_reason(self, spec: KernelSpec) -> str | None:
+        """Why ``spec`` cannot run on this device (one line), or None."""
+        arch = device_arch(self.ex.device.compute_capability)
+        return VOLTA_NOTE if arch is None else skip_reason(spec, arch)
+
+    def ptx(self, spec: KernelSpec) -> str:
+        """``spec``'s PTX for this device's architecture (raises BenchmarkError where it cannot run)."""
+        arch = device_arch(self.ex.device.compute_capability)
+        why = self.skip_reason(spec)
+        if arch is None or why is not None:
+            raise BenchmarkError(f"{spec.name}: {why}")
+        return ptx_for(spec, arch)
 
     # ------------------------------------------------------------------ internals
     def _base_row(self, spec: KernelSpec, opt_level: int) -> dict[str, Any]:
@@ -247,7 +265,7 @@ class Runner:
         row = self._base_row(spec, opt_level) | {"grid": grid, "block": block, "threads": threads}
         timing: dict[str, float] = {}
         t0 = self.clock.now_s()
-        k = self.ex.load(spec.ptx, spec.entry, opt_level=opt_level)
+        k = self.ex.load(self.ptx(spec), spec.entry, opt_level=opt_level)
         bufs = self._buffers(spec, threads)
         timing["build_s"] = self.clock.now_s() - t0
         try:

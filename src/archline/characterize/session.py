@@ -8,6 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from archline.core.arch import VOLTA_NOTE
 from archline.errors import UnsupportedArchitectureError
 from archline.measurement.energy import WindowEstimator
 from archline.measurement.sampler import Sampler
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["MIN_COMPUTE_CAPABILITY", "GPUSession", "save_recording"]
 
 #: archline's generated PTX targets sm_90; the driver JIT-compiles it for later GPUs too.
-MIN_COMPUTE_CAPABILITY = (9, 0)
+MIN_COMPUTE_CAPABILITY = (7, 5)
 
 
 def save_recording(rd: RunDir, name: str, sampler: Sampler) -> None:
@@ -82,7 +83,8 @@ class GPUSession:
             if dev.compute_capability < MIN_COMPUTE_CAPABILITY:
                 cc = f"{dev.compute_capability[0]}.{dev.compute_capability[1]}"
                 raise UnsupportedArchitectureError(
-                    f"{dev.name} has compute capability {cc}; archline's kernels need 9.0 (Hopper) or later"
+                    f"{dev.name} has compute capability {cc}; archline's kernels need 7.5 (Turing) or later. "
+                    + VOLTA_NOTE
                 )
             gpu_facts = dict(static)
             gpu_facts.update(

@@ -99,15 +99,15 @@ def select(
 
 
 def skip_reason(spec: KernelSpec, cc: tuple[int, int]) -> str | None:
-    """Why ``spec`` cannot run (natively) on compute capability ``cc``, or None if it can."""
-    arch = f"sm_{cc[0]}{cc[1]}"
-    if spec.arch_specific is not None and spec.arch_specific != f"{arch}a":
-        return f"uses {spec.arch_specific}-specific instructions; this GPU is {arch}"
-    if cc < spec.min_cc:
-        return f"needs compute capability {spec.min_cc[0]}.{spec.min_cc[1]} or later; this GPU is {cc[0]}.{cc[1]}"
-    if f"emulated-on:{arch}" in spec.tags:
-        return f"ptxas emulates this instruction on {arch}: it would not measure the unit it names"
-    return None
+    """Why ``spec`` cannot run (natively) on a GPU of compute capability ``cc``, or None if it can
+    (:func:`archline.characterize.kernels.archs.skip_reason` for the PTX target that GPU runs)."""
+    from archline.characterize.kernels.archs import device_arch
+    from archline.characterize.kernels.archs import skip_reason as arch_reason
+
+    arch = device_arch(cc)
+    if arch is None:
+        return f"compute capability {cc[0]}.{cc[1]} is older than every target archline builds for (sm_75)"
+    return arch_reason(spec, arch)
 
 
 def quick(device: DeviceInfo | Target | None = None) -> list[KernelSpec]:

@@ -138,4 +138,7 @@ def chain_kernel(
         spec_key=spec_key if targets else None,
         sweep=sweep,
         tags=tags,
+        # The overhead twin carries its instruction's needs: the pair runs, or is skipped, together.
+        min_cc=defn.min_cc,
+        min_ptx=defn.min_ptx,
     )

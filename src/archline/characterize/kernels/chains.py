@@ -164,6 +164,9 @@ class ChainDef:
     spec_key: str | None = None
     template: str = "pure"
     note: str = ""
+    #: Oldest compute capability and PTX ISA version with the target instruction (see KernelSpec).
+    min_cc: tuple[int, int] = (7, 5)
+    min_ptx: tuple[int, int] = (6, 3)
 
     @property
     def targets_per_round(self) -> int:

@@ -87,6 +87,12 @@ def _fma(x: NDArray[np.floating], m: np.floating, c: np.floating) -> NDArray[np.
     return np.asarray((x.astype(np.float64) * np.float64(m) + np.float64(c)).astype(x.dtype))
 
 
+#: (compute capability, PTX ISA) the bf16 instructions need (PTX ISA v9.0, "PTX ISA Notes" and
+#: "Target ISA Notes" of ``fma`` and ``add`` for ``.bf16``/``.bf16x2``; the ptxas test checks them).
+BF16 = ((8, 0), (7, 0))
+BF16_ADD = ((9, 0), (7, 8))
+
+
 def _arith(
     key: str,
     title: str,
@@ -100,6 +106,7 @@ def _arith(
     spec: str | None,
     seed_bits: int,
     sass_per: float = 1.0,
+    needs: tuple[tuple[int, int], tuple[int, int]] = ((7, 5), (6, 3)),
 ) -> ChainDef:
     """Pure FP chains with period 2: ``alt`` x+c, x+(-c) (or x*(-2), x*(-0.5)); ``inv`` x = c - x;
     ``fma`` x = fma(x, -1, c); ``lf`` min/max leapfrog over two registers."""
@@ -143,6 +150,8 @@ def _arith(
         flops_per_target=flops,
         spec_key=spec,
         sass_per_target=sass_per,
+        min_cc=needs[0],
+        min_ptx=needs[1],
     )
 
 
@@ -377,6 +386,7 @@ def _defs() -> list[ChainDef]:
             sass="HADD2",
             spec=None,
             seed_bits=5,
+            needs=BF16_ADD,
         ),
         _arith(
             "fma.bf16",
@@ -389,6 +399,7 @@ def _defs() -> list[ChainDef]:
             sass="HFMA2",
             spec=None,
             seed_bits=7,
+            needs=BF16,
         ),
         _arith(
             "fma.bf16x2",
@@ -401,6 +412,7 @@ def _defs() -> list[ChainDef]:
             sass="HFMA2",
             spec="bf16x2",
             seed_bits=7,
+            needs=BF16,
         ),
     ]
     return d

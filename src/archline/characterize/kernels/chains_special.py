@@ -40,6 +40,7 @@ def _sfu(
     neg: bool = False,
     absolute: bool = False,
     extra: tuple[tuple[str, float], ...] = (),
+    min_ptx: tuple[int, int] = (6, 3),
 ) -> ChainDef:
     body: tuple[tuple[str, bool], ...] = ((f"{instr} {{x}}, {{x}};", True),)
     overhead = identity_ref()
@@ -59,6 +60,7 @@ def _sfu(
         overhead_ref=overhead,
         spec_key="sfu",
         sass_per_target=1.0 + len(extra),
+        min_ptx=min_ptx,
     )
 
 
@@ -113,7 +115,8 @@ def _defs() -> list[ChainDef]:
         _sfu("rsqrt.approx.f32", "rsqrt.approx.ftz.f32", "MUFU\\.RSQ", 0.5, 1.5),
         _sfu("sqrt.approx.f32", "sqrt.approx.ftz.f32", "MUFU\\.SQRT", 0.99, 2.0),
         _sfu("rcp.approx.f32", "rcp.approx.ftz.f32", "MUFU\\.RCP$", 2.0**-8, 2.0**8, neg=True, absolute=True),
-        _sfu("tanh.approx.f32", "tanh.approx.f32", "MUFU\\.TANH", 0.0, 1.0),
+        # tanh.approx.f32: PTX ISA 7.0, sm_75 (PTX ISA, "tanh" notes).
+        _sfu("tanh.approx.f32", "tanh.approx.f32", "MUFU\\.TANH", 0.0, 1.0, min_ptx=(7, 0)),
         ChainDef(
             "lg2.approx.f32",
             "lg2.approx.ftz.f32 of ex2(-x) (the ex2 is the carrier)",

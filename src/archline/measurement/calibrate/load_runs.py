@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from archline.core.arch import VOLTA_NOTE, arch_for_cc, ptx_for
 from archline.core.executor import Executor
 from archline.core.readings import Clock, SystemClock
 from archline.core.recording import Region
+from archline.errors import UnsupportedArchitectureError
 from archline.measurement.calibrate.loads import busy_spec
 
 __all__ = ["BusyLoad"]
@@ -31,7 +33,10 @@ class BusyLoad:
         self.ex = ex
         self.clock: Clock = clock or SystemClock()
         self.spec = busy_spec(blocks_per_sm=blocks_per_sm, block=block)
-        self.kernel = ex.load(self.spec.ptx, self.spec.entry, opt_level=3)
+        arch = arch_for_cc(ex.device.compute_capability)
+        if arch is None:
+            raise UnsupportedArchitectureError(f"{ex.device.name}: {VOLTA_NOTE}")
+        self.kernel = ex.load(ptx_for(self.spec, arch), self.spec.entry, opt_level=3)
         self.grid = self.spec.launch.grid_for(ex.device.sm_count)
         self.block = block
         threads = self.grid * block
