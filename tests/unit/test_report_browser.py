@@ -34,6 +34,25 @@ _CHECK = """() => {
           charts: charts.length, drawn: charts.filter(c => c.querySelector('svg, canvas')).length};
 }"""
 
+#: Clicks the header of each sortable table's first all-numeric column twice: rows must come out in descending,
+#: then ascending numeric order (a text sort would put 10 before 9).
+_SORT_CHECK = """() => {
+  const out = [];
+  for (const t of document.querySelectorAll('table.sortable')) {
+    const rows = () => [...t.tBodies[0].rows];
+    const heads = [...t.tHead.rows[0].cells];
+    const col = heads.findIndex((h, c) => c > 0 && rows().every(r => !isNaN(parseFloat(r.cells[c].dataset.v))));
+    if (col < 0) continue;
+    const vals = () => rows().map(r => parseFloat(r.cells[col].dataset.v));
+    heads[col].click();
+    const d = vals();
+    heads[col].click();
+    const a = vals();
+    out.push(d.every((x, i) => i === 0 || d[i - 1] >= x) && a.every((x, i) => i === 0 || a[i - 1] <= x));
+  }
+  return out;
+}"""
+
 
 def _browser() -> str:
     pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
@@ -112,6 +131,8 @@ def test_every_report_kind_fits_1280px_and_draws_everything(pages: dict[str, lis
                     problems.append(f"{where}: images not loaded: {r['broken']}")
                 if r["drawn"] != r["charts"]:
                     problems.append(f"{where}: {r['charts'] - r['drawn']} of {r['charts']} charts not drawn")
+                if not all(page.evaluate(_SORT_CHECK)):
+                    problems.append(f"{where}: a sortable table does not sort numerically")
                 if errors:
                     problems.append(f"{where}: console errors: {errors[:3]}")
                 assert shot.stat().st_size > 10_000

@@ -257,7 +257,7 @@ def timeline_chart(
             "x": {"field": "t", "type": "quantitative", **_axis("time (s)", False)},
             "y": {"field": "p", "type": "quantitative", **_axis(power_title, False)},
         },
-        "params": [{"name": "zoom", "select": "interval", "bind": "scales", "encodings": ["x"]}],
+        "params": [{"name": "zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}],
     }
     layers: list[dict[str, Any]] = [line]
     if spans:

@@ -217,7 +217,7 @@ def kernel_table(rows: Sequence[Mapping[str, Any]], confidence: float) -> Table:
                 weight,
             )
         )
-    caption = f"Energy by kernel ({len(kernels)} rows; click a header to sort)"
+    caption = f"Energy by kernel, {len(kernels)} rows (report.html: click a header to sort)"
     return Table(header, tuple(cells), caption=caption, notes=row_notes(kernels, labels), sort_keys=tuple(keys))
 
 

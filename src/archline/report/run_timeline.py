@@ -81,7 +81,7 @@ def _power_view(power: list[dict[str, float]], counter: list[dict[str, float]]) 
         layers.append(
             {
                 "data": {"values": power},
-                "mark": {"type": "line", "interpolate": "step-after", "color": "#888", "tooltip": True},
+                "mark": {"type": "line", "interpolate": "step-after", "color": "#888", "tooltip": True, "clip": True},
                 "encoding": {"x": x, "y": _y("board power (W)", "p")},
             }
         )
@@ -89,11 +89,11 @@ def _power_view(power: list[dict[str, float]], counter: list[dict[str, float]]) 
         layers.append(
             {
                 "data": {"values": counter},
-                "mark": {"type": "line", "interpolate": "step-after", "color": "black", "tooltip": True},
+                "mark": {"type": "line", "interpolate": "step-after", "color": "black", "tooltip": True, "clip": True},
                 "encoding": {"x": x, "y": _y("board power (W)", "p")},
             }
         )
-    layers[0]["params"] = [{"name": "zoom", "select": "interval", "bind": "scales", "encodings": ["x"]}]
+    layers[0]["params"] = [{"name": "zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}]
     return {"width": _WIDTH_PX, "height": 260, "layer": layers}
 
 
@@ -102,7 +102,7 @@ def _lanes_view(lanes: list[dict[str, Any]], order: list[str]) -> dict[str, Any]
         "width": _WIDTH_PX,
         "height": _LANE_PX * len(order),
         "data": {"values": lanes},
-        "mark": {"type": "rect", "tooltip": True, "height": {"band": 0.8}},
+        "mark": {"type": "rect", "tooltip": True, "height": {"band": 0.8}, "clip": True},
         "encoding": {
             "x": {
                 "field": "start",
