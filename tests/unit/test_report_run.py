@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -188,8 +189,11 @@ def test_raw_traces_without_attribution_json_are_attributed_again(small_run: Any
     run, res = small_run
     rd = RunDir.create(tmp_path / "run", Manifest.new("attribute"))
     save_raw(rd.path, run.recording, run.activities, program_span=run.program_span)
+    (rd.path / "trace.perfetto.json.gz").write_bytes(b"")  # the run keeps its trace compressed: so does its report
     rd.finish("complete")
     rep = render_run(rd.path, tmp_path / "out")
+    trace = json.loads(gzip.decompress((tmp_path / "out" / "trace.perfetto.json.gz").read_bytes()))
+    assert trace["traceEvents"] and not (tmp_path / "out" / "trace.perfetto.json").exists()
     assert any("redone from the raw traces" in w for w in rep.warnings)
     assert rep.extra["total_energy_j"] == pytest.approx(res.total_energy_j)
     page = rep.html.read_text(encoding="utf-8") if rep.html else ""

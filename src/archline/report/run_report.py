@@ -9,6 +9,7 @@ them, get their own section with each kernel's attributed energy per call set ag
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from collections.abc import Mapping, Sequence
@@ -17,7 +18,7 @@ from typing import Any
 
 from archline.core.activity import short_name
 from archline.errors import RunDirError
-from archline.records import RunDir
+from archline.records import RunDir, atomic_write_bytes
 from archline.records.attribution import AttributionResult
 from archline.report.doc import Block, Bullets, Chart, Document, Figure, Heading, Para
 from archline.report.registry import RenderedReport
@@ -93,6 +94,21 @@ def _header(run: RunDir, result: AttributionResult, limit_w: float | None) -> Pa
     )
 
 
+def _write_trace(run: RunDir, out_dir: Path, raw: Any, result: AttributionResult) -> Path:
+    """The Perfetto trace, gzip-compressed where the run keeps it so (a long run's trace is tens of MB)."""
+    from archline.report.perfetto import write_perfetto
+
+    compressed = (run.path / "trace.perfetto.json.gz").is_file() and not (run.path / "trace.perfetto.json").is_file()
+    plain = out_dir / "trace.perfetto.json"
+    write_perfetto(plain, raw.recording, raw.activities, result, program_span=raw.program_span)
+    if not compressed:
+        return plain
+    packed = out_dir / "trace.perfetto.json.gz"
+    atomic_write_bytes(packed, gzip.compress(plain.read_bytes(), mtime=0))
+    plain.unlink()
+    return packed
+
+
 def _timeline_blocks(
     run: RunDir, out_dir: Path, raw: Any, result: AttributionResult, files: dict[str, Path]
 ) -> list[Block]:
@@ -104,14 +120,15 @@ def _timeline_blocks(
         "their share of busy time below)"
     )
     if raw is not None:
-        from archline.report.attribution_run import write_report_files
+        from archline.report.timeline_plot import plot_timeline
 
-        write_report_files(out_dir, raw.recording, raw.activities, result, raw.program_span)
+        plot_timeline(out_dir / "timeline.png", raw.recording, raw.activities, result, program_span=raw.program_span)
         files["timeline.png"] = out_dir / "timeline.png"
-        files["trace.perfetto.json"] = out_dir / "trace.perfetto.json"
+        trace = _write_trace(run, out_dir, raw, result)
+        files[trace.name] = trace
         spec = timeline_spec(raw.recording, raw.activities, result)
         chart: Block = Figure("timeline.png", caption) if spec is None else Chart(spec, caption, "timeline.png")
-        return [chart, Para("Every call with the power tracks: `trace.perfetto.json` (open it in ui.perfetto.dev).")]
+        return [chart, Para(f"Every call with the power tracks: `{trace.name}` (open it in ui.perfetto.dev).")]
     png = run.path / "timeline.png"
     if png.is_file():
         if png.resolve() != (out_dir / "timeline.png").resolve():
