@@ -51,6 +51,15 @@ def test_run_takes_replay_priors_and_the_boards_power_limit(fake_gpu, tmp_path):
     att = rd.read_json("attribution.json")
     assert att["extra"]["priors"] == {"hot_kernel": "replay"}
     assert att["extra"]["power_limit_w"] == 700.0
+    # The replay is kept beside the run, and its report sets the attribution against it.
+    assert (out / "replay.csv").read_bytes() == (replay / "replay.csv").read_bytes()
+    assert "replay.csv" in rd.manifest.files
+    from archline.report.registry import render_run
+
+    md = render_run(out, tmp_path / "report").markdown.read_text()
+    assert "## Graph replay" in md and "Attribution against graph replay (1 of 1 replayed groups" in md
+    # replay: 2.0 J per replay of the step, one node per step, σ 0.02 J → 2000 ± 20 mJ per call
+    assert any(line.startswith("| hot_kernel | ") and "| 2000 ± 20 |" in line for line in md.splitlines())
 
 
 def test_a_missing_replay_directory_is_one_line_exit_2(fake_gpu, tmp_path):

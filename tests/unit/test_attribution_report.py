@@ -117,14 +117,14 @@ def test_short_and_demangled_names():
 
 def test_report_renderer_rebuilds_a_run_directory(small_run, tmp_path):
     from archline.records import Manifest, RunDir
-    from archline.report.attribution_run import render_attribution_report
+    from archline.report.run_report import render_run_report
 
     run, res = small_run
     rd = RunDir.create(tmp_path / "run", Manifest.new("run", command=("prog.py", "--x")))
     save_raw(rd.path, run.recording, run.activities, program_span=run.program_span)
     rd.finish("complete")
     out = tmp_path / "report"
-    rep = render_attribution_report(RunDir.open(rd.path), out)
+    rep = render_run_report(RunDir.open(rd.path), out)
     md = rep.markdown.read_text()
     assert "prog.py --x" in md and "gemm<…>(…)" in md and "(unexplained residual)" in md
     assert (out / "timeline.png").is_file() and (out / "kernels.csv").is_file()

@@ -21,6 +21,8 @@ RUNS = {
     "measure-validation": "h100/measure-validation/kernels",
     "fleet": "h200/node/fleet",
     "run": "h100/run/cupy-mix",
+    "attribute": "h100/run/attribution-validation/mix",
+    "run (no raw traces)": "h100/run/duty-check-short/full-0",
 }
 
 _CHECK = """() => {
@@ -30,6 +32,25 @@ _CHECK = """() => {
   const charts = [...document.querySelectorAll('div.vl-chart')];
   return {overflow: el.scrollWidth - el.clientWidth, broken: broken, images: document.images.length,
           charts: charts.length, drawn: charts.filter(c => c.querySelector('svg, canvas')).length};
+}"""
+
+#: Clicks the header of each sortable table's first all-numeric column twice: rows must come out in descending,
+#: then ascending numeric order (a text sort would put 10 before 9).
+_SORT_CHECK = """() => {
+  const out = [];
+  for (const t of document.querySelectorAll('table.sortable')) {
+    const rows = () => [...t.tBodies[0].rows];
+    const heads = [...t.tHead.rows[0].cells];
+    const col = heads.findIndex((h, c) => c > 0 && rows().every(r => !isNaN(parseFloat(r.cells[c].dataset.v))));
+    if (col < 0) continue;
+    const vals = () => rows().map(r => parseFloat(r.cells[col].dataset.v));
+    heads[col].click();
+    const d = vals();
+    heads[col].click();
+    const a = vals();
+    out.push(d.every((x, i) => i === 0 || d[i - 1] >= x) && a.every((x, i) => i === 0 || a[i - 1] <= x));
+  }
+  return out;
 }"""
 
 
@@ -44,7 +65,7 @@ def _browser() -> str:
 def _render(kind: str, out: Path) -> list[str]:
     from archline.report.registry import render_run
 
-    rep = render_run(ROOT / "results" / RUNS[kind], out / kind)
+    rep = render_run(ROOT / "results" / RUNS[kind], out / kind.replace(" ", "-"))
     pages = [] if rep.html is None else [str(rep.html)]
     pages += [str(p) for p in rep.files if p.name == "roofline.html"]
     return pages
@@ -84,8 +105,7 @@ def test_every_report_kind_fits_1280px_and_draws_everything(pages: dict[str, lis
     exe = _browser()
     from playwright.sync_api import sync_playwright
 
-    missing = [k for k, p in pages.items() if not p]
-    problems: list[str] = []
+    problems = [f"{k}: no HTML report" for k, p in pages.items() if not p]
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
@@ -111,9 +131,10 @@ def test_every_report_kind_fits_1280px_and_draws_everything(pages: dict[str, lis
                     problems.append(f"{where}: images not loaded: {r['broken']}")
                 if r["drawn"] != r["charts"]:
                     problems.append(f"{where}: {r['charts'] - r['drawn']} of {r['charts']} charts not drawn")
+                if not all(page.evaluate(_SORT_CHECK)):
+                    problems.append(f"{where}: a sortable table does not sort numerically")
                 if errors:
                     problems.append(f"{where}: console errors: {errors[:3]}")
                 assert shot.stat().st_size > 10_000
         browser.close()
     assert not problems, "\n".join(problems)
-    assert not missing, f"no HTML report for run kind(s): {', '.join(missing)}"

@@ -184,6 +184,17 @@ def read_replay_priors(directory: Path) -> dict[str, Any]:
     return dict(priors)
 
 
+def _with_replay(replay: Path) -> Any:
+    """The run's report writer, plus a copy of the replay whose priors it used (so its report can show it)."""
+    from archline.records.replay import copy_replay
+    from archline.report.attribution_run import write_report_files
+
+    def render(directory: Path, *args: Any) -> dict[str, str]:
+        return {**write_report_files(directory, *args), **copy_replay(replay, directory)}
+
+    return render
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to app."""
 
@@ -265,10 +276,12 @@ def register(app: typer.Typer) -> None:
         from archline.report.attribution_run import write_report_files
 
         options = None
+        render = write_report_files
         if prior_replay is not None:
             from archline.measurement.attribute.attribution import AttributionOptions
 
             options = AttributionOptions(priors=read_replay_priors(prior_replay))
+            render = _with_replay(prior_replay)
         d = deps(ctx)
         with GpuSessions(d) as sessions:  # one NVML session for the sensors and the device facts
             a, code, failure = run_program(
@@ -282,7 +295,7 @@ def register(app: typer.Typer) -> None:
                 duty_ms=duty,
                 duty_mode=trace_duty_mode,
                 duty_auto=trace_duty == "auto",
-                render=write_report_files,
+                render=render,
                 options=options,
                 backend=factory()
                 if (factory := d.attribution_backend) is not None

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from archline.records.rundir import RunDir
+from archline.errors import RunDirError
+from archline.records.rundir import RunDir, atomic_write_bytes
 
-__all__ = ["REPLAY_COLUMNS", "write_replay"]
+__all__ = ["REPLAY_COLUMNS", "REPLAY_FILES", "copy_replay", "write_replay"]
+
+#: The files of a graph replay → what each holds (for a manifest).
+REPLAY_FILES = {
+    "replay.csv": "graph replay: each kernel group's isolated and marginal energy per step",
+    "replay.json": "graph replay: the whole step's energy and the sum of the isolated energies",
+}
 
 #: One row per group of nodes: J, s, W; σ columns are 1 σ.
 REPLAY_COLUMNS = (
@@ -27,3 +35,21 @@ def write_replay(rd: RunDir, rows: Sequence[Mapping[str, Any]], summary: Mapping
     """Write ``replay.csv`` and ``replay.json`` into the run directory (atomically)."""
     rd.write_csv("replay.csv", rows, REPLAY_COLUMNS)
     rd.write_json("replay.json", dict(summary))
+
+
+def copy_replay(source: Path, directory: Path) -> dict[str, str]:
+    """Copy a replay's ``replay.csv`` (and ``replay.json`` where there is one) from ``source`` (a replay run
+    directory, or its ``replay.csv``) into ``directory``, atomically; file → what it holds, for the manifest."""
+    src = source if source.is_dir() else source.parent
+    out: dict[str, str] = {}
+    for name, what in REPLAY_FILES.items():
+        p = src / name
+        if name != "replay.csv" and not p.is_file():
+            continue
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise RunDirError(f"{p}: cannot read ({exc.strerror or exc})") from None
+        atomic_write_bytes(directory / name, data)
+        out[name] = f"{what} (copied from {src}; its isolated energies were the kernels' priors)"
+    return out

@@ -17,6 +17,7 @@ __all__ = [
     "Missing",
     "Para",
     "Raw",
+    "SortKey",
     "Table",
 ]
 
@@ -30,6 +31,8 @@ class Missing:
 
 #: A table cell: formatted text, or a missing value with its reason.
 Cell = str | Missing
+#: What a sortable table's cell sorts by: its number, its text, or None (missing: sorts last).
+SortKey = float | str | None
 
 
 @dataclass(frozen=True)
@@ -52,17 +55,24 @@ class Bullets:
 
 @dataclass(frozen=True)
 class Table:
-    """A table of pre-formatted cells. ``notes`` are printed under it, after the footnotes of its "—" cells."""
+    """A table of pre-formatted cells. ``notes`` are printed under it, after the footnotes of its "—" cells.
+
+    ``sort_keys``, one per cell, make the HTML table sortable by clicking a column's header: numbers sort as
+    numbers, text as text, None (a missing value) last.
+    """
 
     header: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
     caption: str = ""
     notes: tuple[str, ...] = ()
+    sort_keys: tuple[tuple[SortKey, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         for i, row in enumerate(self.rows):
             if len(row) != len(self.header):
                 raise ValueError(f"table {self.caption!r}: row {i} has {len(row)} cells for {len(self.header)} columns")
+        if self.sort_keys is not None and [len(k) for k in self.sort_keys] != [len(r) for r in self.rows]:
+            raise ValueError(f"table {self.caption!r}: sort_keys must have one key per cell")
 
 
 @dataclass(frozen=True)

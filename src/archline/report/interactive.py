@@ -32,6 +32,7 @@ __all__ = [
     "curves_chart",
     "page",
     "panels_chart",
+    "thin_series",
     "timeline_chart",
     "vega_bundle_js",
     "xy_chart",
@@ -47,7 +48,8 @@ table{border-collapse:collapse;margin:0.8em 0;font-size:0.88em;display:block;max
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top;overflow-wrap:normal}
 td{white-space:nowrap}td:first-child{text-align:left}
 td.text{white-space:normal;text-align:left;min-width:12em;overflow-wrap:anywhere}
-th{background:#f0f0f0;white-space:normal}th:first-child{text-align:left}
+th{background:#f0f0f0;white-space:normal}th[aria-sort=descending]::after{content:' ▼'}
+th[aria-sort=ascending]::after{content:' ▲'}th:first-child{text-align:left}
 caption{caption-side:top;text-align:left;font-weight:600;padding:4px 0}
 .notes{font-size:0.85em;color:#444;margin:0 0 1em 0}.notes p{margin:0.1em 0}
 figure{margin:1em 0;max-width:100%}figure img{max-width:100%;height:auto;border:1px solid #ddd}
@@ -61,6 +63,34 @@ document.querySelectorAll('div.vl-chart').forEach(function (el) {
   var spec = JSON.parse(document.getElementById(el.id + '-spec').textContent);
   vegaEmbed(el, spec, {actions: false, renderer: 'svg'}).catch(function (err) {
     el.textContent = 'chart failed to draw: ' + err;
+  });
+});
+"""
+
+#: Click a sortable table's header to sort its rows by the cells' ``data-v`` (numbers as numbers; a cell without
+#: one, a missing value, last); click again to reverse.
+_SORT = """
+document.querySelectorAll('table.sortable').forEach(function (table) {
+  var heads = table.querySelectorAll('thead th');
+  heads.forEach(function (th, col) {
+    th.style.cursor = 'pointer';
+    th.title = 'sort by this column';
+    th.addEventListener('click', function () {
+      var desc = th.getAttribute('aria-sort') !== 'descending';
+      heads.forEach(function (h) { h.removeAttribute('aria-sort'); });
+      th.setAttribute('aria-sort', desc ? 'descending' : 'ascending');
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      function key(r) { var c = r.cells[col]; return c && c.hasAttribute('data-v') ? c.getAttribute('data-v') : null; }
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        if (x === null || y === null) { return (x === null) - (y === null); }
+        var nx = parseFloat(x), ny = parseFloat(y);
+        var c = (isNaN(nx) || isNaN(ny)) ? x.localeCompare(y) : nx - ny;
+        return desc ? -c : c;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
   });
 });
 """
@@ -135,6 +165,8 @@ def page(title: str, body: str, *, with_charts: bool | None = None) -> str:
         js = vega_bundle_js()
         if js is not None:
             scripts = f"<script>{js}</script>\n<script>{_EMBED}</script>\n"
+    if '<table class="sortable">' in body:
+        scripts += f"<script>{_SORT}</script>\n"
     head = (
         '<meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{html.escape(title)}</title><style>{PAGE_CSS}</style>"
@@ -192,7 +224,7 @@ def xy_chart(
     return spec
 
 
-def _thin(t_s: Sequence[float], power_w: Sequence[float]) -> list[dict[str, float]]:
+def thin_series(t_s: Sequence[float], power_w: Sequence[float]) -> list[dict[str, float]]:
     """At most ~_MAX_POINTS points: each bucket keeps its lowest and highest reading, so peaks stay visible."""
     n = len(t_s)
     if n <= _MAX_POINTS:
@@ -219,13 +251,13 @@ def timeline_chart(
 ) -> dict[str, Any]:
     """Power over time with labelled spans (kernels) under it; drag to pan, wheel to zoom, hover for values."""
     line: dict[str, Any] = {
-        "data": {"values": _thin(t_s, power_w)},
+        "data": {"values": thin_series(t_s, power_w)},
         "mark": {"type": "line", "tooltip": True, "interpolate": "step-after"},
         "encoding": {
             "x": {"field": "t", "type": "quantitative", **_axis("time (s)", False)},
             "y": {"field": "p", "type": "quantitative", **_axis(power_title, False)},
         },
-        "params": [{"name": "zoom", "select": "interval", "bind": "scales", "encodings": ["x"]}],
+        "params": [{"name": "zoom", "select": {"type": "interval", "encodings": ["x"]}, "bind": "scales"}],
     }
     layers: list[dict[str, Any]] = [line]
     if spans:

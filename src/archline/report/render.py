@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import re
 from pathlib import Path
 
 from archline.records import atomic_write_text
-from archline.report.doc import Bullets, Cell, Chart, Document, Figure, Heading, Missing, Para, Raw, Table
+from archline.report.doc import Bullets, Cell, Chart, Document, Figure, Heading, Missing, Para, Raw, SortKey, Table
 from archline.report.fmt import DASH
 from archline.report.interactive import chart_html, charts_available, page
 
@@ -91,22 +92,31 @@ def _inline(s: str) -> str:
 _NUMERIC = re.compile(r"^[\s(≈~<>≤≥+\-−]*\d.{0,38}$")
 
 
+def _sort_attr(key: SortKey) -> str:
+    """The ``data-v`` attribute a sortable table's script reads (none for a missing value: it sorts last)."""
+    if key is None or (isinstance(key, float) and not math.isfinite(key)):
+        return ""
+    return f' data-v="{html.escape(repr(float(key)) if not isinstance(key, str) else key)}"'
+
+
 def _html_table(t: Table) -> list[str]:
     notes = _footnotes(t)
-    out = ["<table>"]
+    out = ['<table class="sortable">' if t.sort_keys is not None else "<table>"]
     if t.caption:
         out.append(f"<caption>{_inline(t.caption)}</caption>")
     out.append("<thead><tr>" + "".join(f"<th>{_inline(h)}</th>" for h in t.header) + "</tr></thead><tbody>")
-    for row in t.rows:
+    for i, row in enumerate(t.rows):
+        keys = t.sort_keys[i] if t.sort_keys is not None else (None,) * len(row)
         cells = []
-        for c in row:
+        for c, k in zip(row, keys, strict=True):
+            v = _sort_attr(k)
             if isinstance(c, Missing):
                 sup = f"<sup>{notes[c.reason]}</sup>"
-                cells.append(f'<td class="missing" title="{html.escape(c.reason)}">{DASH}{sup}</td>')
+                cells.append(f'<td class="missing" title="{html.escape(c.reason)}"{v}>{DASH}{sup}</td>')
             elif _NUMERIC.match(c):
-                cells.append(f"<td>{_inline(c)}</td>")
+                cells.append(f"<td{v}>{_inline(c)}</td>")
             else:
-                cells.append(f'<td class="text">{_inline(c)}</td>')
+                cells.append(f'<td class="text"{v}>{_inline(c)}</td>')
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     extra = [f"{DASH}<sup>{n}</sup> {_inline(r)}" for r, n in notes.items()] + [_inline(n) for n in t.notes]

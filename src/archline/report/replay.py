@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from archline.errors import RunDirError
 from archline.records import RunDir
 from archline.report.doc import Document, Para, Table
 from archline.report.registry import RenderedReport
 from archline.report.render import write_document
 
-__all__ = ["render_replay"]
+__all__ = ["read_replay", "render_replay", "replay_summary_text", "replay_table"]
 
 
 def _f(v: Any, fmt: str) -> str:
@@ -21,27 +23,48 @@ def _f(v: Any, fmt: str) -> str:
         return "—"
 
 
-def render_replay(run: RunDir, out_dir: Path) -> RenderedReport:
-    """``archline replay``'s run directory as Markdown and HTML."""
-    m = run.manifest
-    s = json.loads((run.path / "replay.json").read_text(encoding="utf-8"))
-    rows = run.read_csv("replay.csv")
-    doc = Document("Graph replay: energy of each kernel group of one step")
-    g = m.gpu
-    doc.add(
-        Para(
-            f"{g.get('name', '?')} (UUID {g.get('uuid', '?')}, driver {g.get('driver_version', '?')}); run "
-            f"{m.created_utc}, status {m.status}. Whole step: {_f(s['step_energy_j'], '.4g')} ± "
-            f"{_f(s['step_sigma_j'], '.2g')} J in {_f(1e3 * s['step_time_s'], '.4g')} ms. Sum of the isolated "
-            f"energies: {_f(s['sum_isolated_j'], '.4g')} ± {_f(s['sum_isolated_sigma_j'], '.2g')} J "
-            f"({_f(s['sum_vs_step_pct'], '+.2f')} % of the step)."
-        )
+def _ms(v: Any) -> float | None:
+    try:
+        return 1e3 * float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def read_replay(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``replay.json`` (the summary; empty where only ``replay.csv`` was kept) and ``replay.csv`` (the rows) of
+    ``directory``; RunDirError naming the file."""
+    from archline.records.rundir import read_csv
+
+    rows = read_csv(directory / "replay.csv")
+    p = directory / "replay.json"
+    if not p.is_file():
+        return {}, rows
+    try:
+        summary = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunDirError(f"{p}: corrupt JSON ({exc})") from None
+    if not isinstance(summary, dict):
+        raise RunDirError(f"{p}: not a JSON object")
+    return summary, rows
+
+
+def replay_summary_text(s: Mapping[str, Any]) -> str:
+    """The whole step's energy and time, and the sum of the isolated energies against it."""
+    return (
+        f"Whole step: {_f(s.get('step_energy_j'), '.4g')} ± {_f(s.get('step_sigma_j'), '.2g')} J in "
+        f"{_f(_ms(s.get('step_time_s')), '.4g')} ms. Sum of the isolated energies: "
+        f"{_f(s.get('sum_isolated_j'), '.4g')} ± {_f(s.get('sum_isolated_sigma_j'), '.2g')} J "
+        f"({_f(s.get('sum_vs_step_pct'), '+.2f')} % of the step)."
     )
+
+
+def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -> Table:
+    """One row per kernel group: nodes per step, time, isolated energy ± σ, power, marginal energy ± σ."""
     cells = tuple(
         (
             str(r["group"]),
             str(r["nodes_per_step"]),
-            _f(1e3 * float(r["time_s"]), ".4g"),
+            _f(_ms(r["time_s"]), ".4g"),
             f"{_f(r['energy_j'], '.4g')} ± {_f(r['energy_sigma_j'], '.2g')}",
             _f(r["mean_power_w"], ".0f"),
             "—"
@@ -50,13 +73,26 @@ def render_replay(run: RunDir, out_dir: Path) -> RenderedReport:
         )
         for r in rows
     )
+    return Table(
+        ("group", "nodes/step", "time (ms)", "isolated energy (J)", "power (W)", "marginal energy (J)"),
+        cells,
+        caption="Per replay of the step; σ is 1 σ",
+        notes=tuple(notes),
+    )
+
+
+def render_replay(run: RunDir, out_dir: Path) -> RenderedReport:
+    """``archline replay``'s run directory as Markdown and HTML."""
+    m = run.manifest
+    s, rows = read_replay(run.path)
+    doc = Document("Graph replay: energy of each kernel group of one step")
+    g = m.gpu
     doc.add(
-        Table(
-            ("group", "nodes/step", "time (ms)", "isolated energy (J)", "power (W)", "marginal energy (J)"),
-            cells,
-            caption="Per replay of the step; σ is 1 σ",
-            notes=tuple(s.get("notes", [])),
+        Para(
+            f"{g.get('name', '?')} (UUID {g.get('uuid', '?')}, driver {g.get('driver_version', '?')}); run "
+            f"{m.created_utc}, status {m.status}. " + replay_summary_text(s)
         )
     )
+    doc.add(replay_table(rows, s.get("notes", [])))
     md, html = write_document(doc, out_dir)
     return RenderedReport("replay", md, html, (), m.status)
