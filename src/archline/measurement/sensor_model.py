@@ -162,6 +162,11 @@ class SensorModel:
         }
 
 
+#: Rising edges :func:`infer_model` fits (evenly spread over the trace): the lag is their weighted
+#: median, which 24 edges pin down as well as 60 at 40 % of the cost on long traces.
+INFER_EDGES = 24
+
+
 def infer_model(
     readings: Readings,
     *,
@@ -193,7 +198,7 @@ def infer_model(
     period, jitter = update_period(t)
     noise = max(estimate_noise_w(y), estimate_quantum_w(y) / math.sqrt(12.0))
     stats = edge_stats(t, y, noise, fit_lag=False)
-    rise = fit_rising_edges(t, y, noise)
+    rise = fit_rising_edges(t, y, noise, max_edges=INFER_EDGES)
     lag, lag_sigma, window, guessed, identified, edge_sigma = kind_from_edges(stats, rise, period, jitter, notes)
     chosen: SensorKind = guessed
     origin = "auto"
