@@ -94,16 +94,22 @@ def _header(run: RunDir, result: AttributionResult, limit_w: float | None) -> Pa
     )
 
 
+#: A Perfetto trace larger than this is kept gzip-compressed (ui.perfetto.dev opens both).
+PLAIN_TRACE_MAX_B = 8 * 2**20
+
+
 def _write_trace(run: RunDir, out_dir: Path, raw: Any, result: AttributionResult) -> Path:
-    """The Perfetto trace, gzip-compressed where the run keeps it so (a long run's trace is tens of MB)."""
+    """The Perfetto trace, gzip-compressed where the run keeps it so or where it is large (a long run's
+    trace is tens of MB); only one of the two forms is left in the directory."""
     from archline.report.perfetto import write_perfetto
 
-    compressed = (run.path / "trace.perfetto.json.gz").is_file() and not (run.path / "trace.perfetto.json").is_file()
     plain = out_dir / "trace.perfetto.json"
-    write_perfetto(plain, raw.recording, raw.activities, result, program_span=raw.program_span)
-    if not compressed:
-        return plain
     packed = out_dir / "trace.perfetto.json.gz"
+    write_perfetto(plain, raw.recording, raw.activities, result, program_span=raw.program_span)
+    compressed = (run.path / "trace.perfetto.json.gz").is_file() or plain.stat().st_size > PLAIN_TRACE_MAX_B
+    if not compressed:
+        packed.unlink(missing_ok=True)
+        return plain
     atomic_write_bytes(packed, gzip.compress(plain.read_bytes(), mtime=0))
     plain.unlink()
     return packed
