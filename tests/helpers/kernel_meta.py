@@ -33,7 +33,7 @@ def target_opcodes(spec: KernelSpec) -> tuple[str, ...]:
     n = spec.name
     if n.startswith("roofline."):
         return ("fma.rn.f32", "fma.rn.f64")
-    if n.startswith(("mem.dram.read", "mem.dram.coalesce", "mem.l2", "mem.dram.copy", "mem.dram.size")):
+    if n.startswith(("mem.dram.read", "mem.dram.coalesce", "mem.l2", "mem.l1", "mem.dram.copy", "mem.dram.size")):
         return (
             "ld.global.u32",
             "ld.global.u8",
@@ -41,6 +41,7 @@ def target_opcodes(spec: KernelSpec) -> tuple[str, ...]:
             "ld.global.v2.u32",
             "ld.global.v4.u32",
             "ld.global.cg.v4.u32",
+            "ld.global.ca.v4.u32",
         )
     if n.startswith("operand.ffma."):
         return ("fma.rn.f32",)

@@ -12,10 +12,14 @@ from archline.hw.ncu import MARKER
 def _child(gpu: int, names: Sequence[str]) -> int:
     import cupy as cp
 
-    from archline.characterize.workloads import default_workloads
+    from archline.characterize.workloads_ml import MlWorkload, workload_registry
 
     cp.cuda.Device(gpu).use()
-    by_name = {w.name: w for w in default_workloads()}
+    by_name = workload_registry()
+    if any(isinstance(by_name.get(n), MlWorkload) for n in names):
+        import torch
+
+        torch.cuda.set_device(gpu)
     unknown = [n for n in names if n not in by_name]
     if unknown:
         print(f"archline: error: unknown held-out workload {unknown[0]}", file=sys.stderr)

@@ -143,10 +143,12 @@ def measure_heldout(
     *,
     target_rel_error: float = 0.02,
     on_start: Callable[[str, int, int], None] | None = None,
+    group: str = "",
 ) -> tuple[list[Any], list[dict[str, Any]]]:
     """Time and energy of one invocation of each held-out workload (``measure_callable``).
 
-    Returns the model's held-out rows and a log row per workload (with failures).
+    Returns the model's held-out rows and a log row per workload (with failures); ``group``
+    (calibration or heldout) is written into each log row when given.
     """
     from archline.measurement.api import measure_callable
 
@@ -154,7 +156,10 @@ def measure_heldout(
     log: list[dict[str, Any]] = []
     for n, w in enumerate(workloads):
         if on_start:
-            on_start(f"held-out {w.name}", n, len(workloads))
+            on_start(f"{group or 'held-out'} {w.name}", n, len(workloads))
+        extra = (
+            {"group": group, "dtype": getattr(w, "dtype", ""), "library": getattr(w, "library", "")} if group else {}
+        )
         try:
             w.setup()
             w.run()
@@ -165,7 +170,9 @@ def measure_heldout(
             log.append(
                 {
                     "name": w.name,
+                    **extra,
                     "status": "ok",
+                    "precision": w.precision,
                     "time_s": res.time_s,
                     "energy_j": res.energy_j,
                     "energy_uncertainty_j": res.energy_uncertainty_j,
@@ -177,14 +184,26 @@ def measure_heldout(
                 }
             )
         except ArchlineError as exc:
-            log.append({"name": w.name, "status": "failed", "note": str(exc)})
+            log.append({"name": w.name, **extra, "status": "failed", "note": str(exc)})
         finally:
             w.teardown()
     return rows, log
 
 
-#: Catalogue kernels whose energy per byte or instruction the counted model needs.
-COMPONENT_CATALOGUE = ("mem.l2.read", "mem.shared.read", "arith.int32.add")
+#: Catalogue kernels whose energy per byte, instruction or tensor flop the counted models need
+#: (those a GPU cannot run, wgmma before sm_90, are recorded as skipped).
+COMPONENT_CATALOGUE = (
+    "mem.l2.read",
+    "mem.l1.read",
+    "mem.shared.read",
+    "arith.int32.add",
+    "tensor.wgmma.bf16",
+    "tensor.wgmma.fp16",
+    "tensor.wgmma.fp8e4m3",
+    "tensor.wgmma.bf16.toggle-0",
+    "tensor.wgmma.bf16.toggle-50",
+    "tensor.wgmma.bf16.toggle-100",
+)
 
 
 def measure_components(
@@ -199,10 +218,11 @@ def measure_components(
     Rows carry ``name``, ``status``, ``time_s``, ``energy_j`` (and its uncertainty), ``flops``,
     ``bytes``, ``ops``, ``avg_power_w``, ``sm_clock_mhz`` and the note, as the runner measured them.
     """
-    from archline.characterize.kernels.catalogue import select
+    from archline.characterize.kernels.catalogue import catalogue
     from archline.characterize.kernels.operands import operand_kernels
 
-    named = [s for s in select(list(COMPONENT_CATALOGUE), target) if s.name in COMPONENT_CATALOGUE]
+    pool = {s.name: s for s in catalogue(target)}
+    named = [pool[n] for n in COMPONENT_CATALOGUE if n in pool]
     specs = [*operand_kernels(), *named]
     keys = (
         "name",
@@ -258,6 +278,7 @@ def run_roofline(
     heldout: bool = True,
     heldout_error: float = 0.02,
     counted: bool = True,
+    ml: bool = True,
     say: Any = None,
 ) -> None:
     """Peaks, intensity sweep, held-out kernels, component microbenchmarks and ncu counts, written
@@ -293,26 +314,51 @@ def run_roofline(
     s.rd.write_csv("roofline_heldout_log.csv", log)
     if hrows:
         s.rd.write_csv("roofline_heldout.csv", [to_jsonable(r) for r in hrows])
-    if counted and hrows:
+    ml_names = _measure_ml(s, gpu, heldout_error, say) if ml else []
+    if counted and (hrows or ml_names):
         comp = measure_components(runner, Target.from_device(dev), target_s=target_s, on_start=say)
         s.rd.write_csv("roofline_components.csv", comp)
-        _count_heldout(s, gpu, [r.name for r in hrows], say)
+        _count_heldout(s, gpu, [r.name for r in hrows], say, ml_names=ml_names)
 
 
-def _count_heldout(s: Any, gpu: int, names: list[str], say: Any) -> None:
-    """Nsight Compute counts of one invocation of each held-out kernel; a note if ncu cannot run."""
+def _measure_ml(s: Any, gpu: int, heldout_error: float, say: Any) -> list[str]:
+    """Measure the ML calibration and held-out kernels (PyTorch) into ``roofline_ml.csv``; their names."""
+    from archline.characterize.workloads_ml import ml_calibration_workloads, ml_heldout_workloads
+
+    try:
+        import torch
+
+        torch.cuda.set_device(gpu)
+    except Exception as exc:  # ImportError, or CUDA-less PyTorch's AssertionError/RuntimeError
+        s.rd.update_manifest(notes=(*s.rd.manifest.notes, f"ML kernels not measured: PyTorch unusable ({exc})"))
+        say(f"ML kernels not measured: PyTorch unusable ({exc})")
+        return []
+    log: list[dict[str, Any]] = []
+    for group, ws in (("calibration", ml_calibration_workloads()), ("heldout", ml_heldout_workloads())):
+        _, part = measure_heldout(gpu, ws, target_rel_error=heldout_error, on_start=say, group=group)
+        log += part
+    s.rd.write_csv("roofline_ml.csv", log)
+    return [str(r["name"]) for r in log if r.get("status") == "ok"]
+
+
+def _count_heldout(s: Any, gpu: int, names: list[str], say: Any, *, ml_names: Sequence[str] = ()) -> None:
+    """Nsight Compute counts of one invocation of each held-out (and ML) kernel, in one ncu run;
+    a note if ncu cannot run."""
     from archline.hw.ncu import NcuUnavailableError, count_workloads
 
     say("counting the held-out kernels with ncu")
+    every = [*names, *ml_names]
     try:
         child = [sys.executable, "-m", "archline.characterize.ncu_child"]
-        counts, metrics = count_workloads(names, gpu=gpu, keep=s.rd.path, child=child)
+        counts, metrics = count_workloads(every, gpu=gpu, keep=s.rd.path, child=child)
     except NcuUnavailableError as exc:
         s.rd.update_manifest(notes=(*s.rd.manifest.notes, f"held-out kernels not counted: {exc}"))
         say(f"held-out kernels not counted: {exc}")
         return
     s.rd.write_csv("roofline_heldout_counts.csv", [counts[n].as_row() for n in names if n in counts])
+    if ml_names:
+        s.rd.write_csv("roofline_ml_counts.csv", [counts[n].as_row() for n in ml_names if n in counts])
     s.note_extra(ncu_metrics=metrics)
-    missing = [n for n in names if n not in counts]
+    missing = [n for n in every if n not in counts]
     if missing:
         s.rd.update_manifest(notes=(*s.rd.manifest.notes, f"ncu recorded no kernel for {', '.join(missing)}"))

@@ -35,19 +35,54 @@ def _pm(v: float, sd: float, scale: float = 1.0) -> tuple[str, str]:
 @handle_errors
 def predict(
     model: Annotated[
-        Path, typer.Option("--model", "-m", help="Model file (roofline_model.json) from `archline model fit`.")
-    ],
-    flops: Annotated[float, typer.Option("--flops", help="W: floating-point operations of the kernel (FMA = 2).")],
-    nbytes: Annotated[float, typer.Option("--bytes", help="Q: DRAM bytes the kernel reads plus writes.")],
+        Path | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model file (roofline_model.json), or for --ncu-csv/--counts a roofline run directory "
+            "or its roofline_ml_model.json.",
+        ),
+    ] = None,
+    flops: Annotated[
+        float | None, typer.Option("--flops", help="W: floating-point operations of the kernel (FMA = 2).")
+    ] = None,
+    nbytes: Annotated[float | None, typer.Option("--bytes", help="Q: DRAM bytes the kernel reads plus writes.")] = None,
     time_s: Annotated[
         float | None, typer.Option("--time", help="Measured kernel time in seconds: also predict the energy at it.")
     ] = None,
     precision: Annotated[str, typer.Option("--precision", "-p", help="single or double.")] = "single",
+    ncu_csv: Annotated[
+        Path | None,
+        typer.Option(
+            "--ncu-csv",
+            help="Nsight Compute raw CSV (ncu --csv --page raw) of the kernel: predict from its counts "
+            "with the counted model (every kernel in the file summed).",
+        ),
+    ] = None,
+    counts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--counts",
+            help="Counts per component as KEY=VALUE (repeatable): tensor_bf16, tensor_fp16, tensor_fp8, "
+            "tensor_fp64, fp32, fp64 (flops); dram, l2, l1, shared (bytes); inst (other thread instructions).",
+        ),
+    ] = None,
+    activity: Annotated[
+        float,
+        typer.Option("--activity", help="Operand toggle rate 0–1 of the tensor-core inputs (random data: 0.5)."),
+    ] = 0.5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of a table.")] = False,
 ) -> None:
-    """Predict time, energy and power of a kernel from its counts, with 1σ errors from the fit's covariance."""
+    """Predict time, energy and power of a kernel from its counts, with 1σ errors from the fit's covariance;
+    or, with --ncu-csv or --counts, from its counted work per component (95 % intervals)."""
     from archline.model.io import load_model
     from archline.model.predict import predict_kernel
+
+    if ncu_csv is not None or counts:
+        _predict_counted(model, ncu_csv, counts or [], time_s, activity, as_json)
+        return
+    if model is None or flops is None or nbytes is None:
+        raise InputError("model predict needs --model, --flops and --bytes (or --ncu-csv/--counts with --model RUN)")
 
     if precision not in PRECISIONS:
         raise InputError(f"--precision must be single or double (got {precision!r})")
@@ -83,6 +118,117 @@ def predict(
         rows.append([f"power at T = {time_s * 1e3:.4g} ms", *_pm(e / time_s, sd / time_s), "W"])
     cols = [Col("quantity", "name"), Col("value"), Col("± 1σ"), Col("unit", "text")]
     title = f"{m.device or 'model'}: W = {flops:.4g} flop, Q = {nbytes:.4g} B ({precision})"
+    table, _ = fit_table(cols, rows, console=console, title=title)
+    console.print(table)
+
+
+_COUNT_KEYS = {
+    "tensor_bf16": "bf16",
+    "tensor_fp16": "fp16",
+    "tensor_fp8": "fp8",
+    "tensor_fp64": "fp64",
+    "fp32": "flops_fp32",
+    "fp64": "flops_fp64",
+    "dram": "dram_bytes",
+    "l2": "l2_bytes",
+    "l1": "l1_bytes",
+    "shared": "shared_bytes",
+    "inst": "other_inst",
+}
+
+
+def _parse_counts(items: list[str]) -> Any:
+    from archline.model.ml import MlCounts
+
+    kw: dict[str, float] = {}
+    tensor: dict[str, float] = {}
+    for item in items:
+        for part in item.split(","):
+            key, sep, val = part.partition("=")
+            key = key.strip()
+            if not sep or key not in _COUNT_KEYS:
+                raise InputError(
+                    f"--counts: {part.strip()!r} is not KEY=VALUE with KEY one of {', '.join(_COUNT_KEYS)}"
+                )
+            try:
+                v = float(val)
+            except ValueError:
+                raise InputError(f"--counts: {key}={val!r} is not a number") from None
+            if not (math.isfinite(v) and v >= 0):
+                raise InputError(f"--counts: {key} must be a non-negative number (got {val})")
+            if key.startswith("tensor_"):
+                tensor[_COUNT_KEYS[key]] = v
+            else:
+                kw[_COUNT_KEYS[key]] = v
+    return MlCounts(name="counts", tensor=tensor, **kw)
+
+
+def _predict_counted(
+    run: Path | None, ncu_csv: Path | None, counts: list[str], time_s: float | None, activity: float, as_json: bool
+) -> None:
+    """``model predict --ncu-csv/--counts``: the counted ML model of a roofline run."""
+    from archline.model.ml import MeasuredKernel
+    from archline.model.ml_run import load_ml_model
+
+    if run is None:
+        raise InputError("--ncu-csv/--counts need --model: a roofline run directory or its roofline_ml_model.json")
+    if ncu_csv is not None and counts:
+        raise InputError("give --ncu-csv or --counts, not both")
+    if not 0.0 <= activity <= 1.0:
+        raise InputError(f"--activity must be between 0 and 1 (got {activity:g})")
+    if time_s is not None and not (math.isfinite(time_s) and time_s > 0):
+        raise InputError(f"--time must be a positive number (got {time_s:g})")
+    m = load_ml_model(run)
+    if ncu_csv is not None:
+        from archline.hw.ncu import METRICS, parse_raw_csv
+        from archline.model.ml import counts_from_ncu_values
+
+        try:
+            text = ncu_csv.read_text(errors="replace")
+        except OSError as exc:
+            raise InputError(f"{ncu_csv}: cannot read ({exc.strerror or exc})") from None
+        kernels = parse_raw_csv(text, str(ncu_csv))
+        back = {v: k for k, v in METRICS.items()}
+        summed: dict[str, float] = {}
+        for _, vals in kernels:
+            for metric, v in vals.items():
+                if metric in back and math.isfinite(v):
+                    summed[back[metric]] = summed.get(back[metric], 0.0) + v
+        if not any(k.startswith(("tc_ops_", "dram_", "l2_b", "ffma", "dfma")) for k in summed):
+            raise InputError(f"{ncu_csv}: none of the counts the model needs (collect archline's metric list)")
+        c = counts_from_ncu_values(ncu_csv.name, summed)
+        source = f"{ncu_csv} ({len(kernels)} kernel{'s' if len(kernels) != 1 else ''})"
+    else:
+        c = _parse_counts(counts)
+        source = "counts given"
+    meas = None
+    if time_s is not None:
+        meas = MeasuredKernel(name=c.name, group="", time_s=time_s, energy_j=math.nan)
+    p = m.predict(c, measured=meas, alpha=activity)
+    if as_json:
+        out: dict[str, Any] = {"model": str(run), "source": source, "terms_j": p.terms, "activity": activity}
+        out.update({k: v for k, v in p.as_row().items() if not k.startswith("term_") and "error" not in k})
+        out.pop("measured_energy_j", None)
+        print_json(out)
+        return
+    cap = " (power-capped)" if p.cap_active_predicted else ""
+    rows = [
+        [f"time{cap}, bound by {p.bound}", f"{p.time_s * 1e3:.4g}", f"{p.time_ci_s * 1e3:.2g}", "ms"],
+        ["energy", f"{p.energy_at_predicted_time_j:.4g}", f"{p.energy_at_predicted_time_ci_j:.2g}", "J"],
+        ["power", f"{p.power_at_predicted_time_w:.4g}", "", "W"],
+    ]
+    if math.isfinite(p.ncu_time_s):
+        rows.append(["ncu's duration", f"{p.ncu_time_s * 1e3:.4g}", "", "ms"])
+    if time_s is not None:
+        capm = " (power-capped)" if p.cap_active_measured else ""
+        e, ci = p.energy_at_measured_time_j, p.energy_at_measured_time_ci_j
+        rows.append([f"energy at T = {time_s * 1e3:.4g} ms{capm}", f"{e:.4g}", f"{ci:.2g}", "J"])
+        rows.append([f"power at T = {time_s * 1e3:.4g} ms", f"{e / time_s:.4g}", f"{ci / time_s:.2g}", "W"])
+    for k, v in p.terms.items():
+        if v:
+            rows.append([f"  term {k}", f"{v:.4g}", "", "J"])
+    cols = [Col("quantity", "name"), Col("value"), Col("± 95 %"), Col("unit", "text")]
+    title = f"counted model of {run}: {source}; terms {'+'.join(m.terms) or 'base'}"
     table, _ = fit_table(cols, rows, console=console, title=title)
     console.print(table)
 

@@ -56,6 +56,11 @@ def register(app: typer.Typer) -> None:
             "--counted/--no-counted",
             help="Also measure the component microbenchmarks and count the held-out kernels with ncu.",
         ),
+        ml: bool = typer.Option(
+            True,
+            "--ml/--no-ml",
+            help="Also measure and count the machine-learning kernels (PyTorch: GEMMs, attention, norms, cuDNN).",
+        ),
     ) -> None:
         """Sweep intensity from 1/4 to 512 flop:byte, fit the energy roofline (Choi et al. eq. 9) and
         predict real kernels: roofline, arch line and power line, with the power cap.
@@ -70,7 +75,7 @@ def register(app: typer.Typer) -> None:
             fan_out("roofline", gpus, output, force=force, report=False)
             return
         with GpuSessions(deps(ctx)) as sessions:
-            _run(gpus[0], precisions, output, force, heldout, target_s, heldout_error, counted, sessions)
+            _run(gpus[0], precisions, output, force, heldout, target_s, heldout_error, counted, sessions, ml=ml)
 
 
 def _run(
@@ -83,6 +88,8 @@ def _run(
     heldout_error: float,
     counted: bool = True,
     sessions: GpuSessions | None = None,
+    *,
+    ml: bool = True,
 ) -> None:
     from archline.characterize.roofline import run_roofline
     from archline.characterize.runner import Runner, RunnerOptions
@@ -109,6 +116,7 @@ def _run(
             heldout=heldout,
             heldout_error=heldout_error,
             counted=counted,
+            ml=ml,
             say=say,
         )
         s.note_extra(wall_s_sweep=time.time() - t0)

@@ -26,6 +26,7 @@ from archline.errors import ArchlineError, InputError
 __all__ = [
     "MARKER",
     "METRICS",
+    "TENSOR_OP_PATHS",
     "NcuCounts",
     "NcuUnavailableError",
     "count_workloads",
@@ -36,6 +37,20 @@ __all__ = [
 ]
 
 MARKER = "archline_ncu_marker"
+
+#: Tensor-core paths ncu counts math ops on (``sm__ops_path_tensor_src_<path>``); unknown ones are skipped.
+TENSOR_OP_PATHS: tuple[str, ...] = (
+    "bf16_dst_fp32",
+    "fp16",
+    "fp16_dst_fp16",
+    "fp16_dst_fp32",
+    "tf32_dst_fp32",
+    "fp64",
+    "fp8",
+    "fp8_dst_fp16",
+    "fp8_dst_fp32",
+    "int8",
+)
 
 #: Our name → the ncu metric. Missing ones (older ncu, other GPUs) are simply not collected.
 METRICS: dict[str, str] = {
@@ -72,6 +87,9 @@ METRICS: dict[str, str] = {
     "inst_hmma": "smsp__inst_executed_pipe_tensor_op_hmma.sum",
     "inst_xu_pipe": "smsp__inst_executed_pipe_xu.sum",
     "inst_uniform_pipe": "smsp__inst_executed_pipe_uniform.sum",
+    "inst_gmma": "sm__inst_executed_pipe_tensor_op_gmma.sum",
+    # Tensor-core math ops by source precision (ncu's "ops"; how many a flop is, the calibration says).
+    **{f"tc_ops_{k}": f"sm__ops_path_tensor_src_{k}.sum" for k in TENSOR_OP_PATHS},
 }
 
 

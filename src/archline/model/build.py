@@ -138,6 +138,9 @@ def fit_run_dir(
     )
     if write:
         save_model(d / MODEL_FILE, model)
+        from archline.model.ml_run import analyze_ml_run
+
+        analyze_ml_run(d, model.parameters, write=True)
     return model
 
 

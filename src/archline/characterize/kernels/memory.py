@@ -1,4 +1,4 @@
-"""Global-memory kernels: DRAM streaming, copy, write, coalescing and access-size sweeps, and L2 reads.
+"""Global-memory kernels: DRAM streaming, copy, write, coalescing and access-size sweeps, L2 and L1 reads.
 
 Every kernel walks a buffer with a grid-stride pattern: one trip of the outer loop (``iters``)
 is one full pass, ``m`` (a run-time argument) accesses per thread. The buffer, grid and ``m``
@@ -26,6 +26,7 @@ __all__ = [
     "dram_read_occupancy",
     "dram_read_v4",
     "dram_write",
+    "l1_read",
     "l2_read",
     "line_read",
     "memory_kernels",
@@ -155,13 +156,17 @@ def _vector_kernel(
 ) -> KernelSpec:
     """Coalesced walks of ``size``-byte elements: ``read`` (sum), ``copy`` (src → dst) or ``write``."""
     # The L2 kernel runs 2 blocks per SM so that one unrolled pass fits in a quarter of the L2.
-    launch = launch or _launch(target, 256, 2 if level == "l2" else 8)
+    launch = launch or _launch(target, 256, 2 if level in ("l2", "l1") else 8)
     threads = launch.grid_for(target.sm_count) * launch.block
     if level == "l2":
         m = UNROLL * max(1, (target.l2_bytes // 4) // (16 * threads * UNROLL))
+    elif level == "l1":
+        # Every block walks the same 32 KiB (one unrolled pass of 256 threads × 8 × 16 B): it
+        # stays in each SM's L1 after the first pass, so the loads hit L1.
+        m = UNROLL
     else:
         m = _per_thread(size * threads, target)
-    size_b = m * threads * size
+    size_b = m * (launch.block if level == "l1" else threads) * size
     args: list[Arg] = []
     if kind in ("read", "copy"):
         args.append(Arg("src", "ptr", "in", fixed_bytes=size_b, init="iota_u32"))
@@ -173,7 +178,10 @@ def _vector_kernel(
     off, stride = kb.reg("b64"), kb.reg("b64")
     acc = kb.reg("b32")
     vals = kb.regs("b32", 4)
-    kb.emit(f"mul.wide.u32 {off}, {frame.gtid}, {size};", f"mul.wide.u32 {stride}, {frame.threads}, {size};")
+    if level == "l1":
+        kb.emit(f"mul.wide.u32 {off}, {frame.tid}, {size};", f"mul.wide.u32 {stride}, {frame.ntid}, {size};")
+    else:
+        kb.emit(f"mul.wide.u32 {off}, {frame.gtid}, {size};", f"mul.wide.u32 {stride}, {frame.threads}, {size};")
     kb.emit(f"mov.u32 {acc}, 0;")
     frame.begin_loop()
     cur, a_src, a_dst = kb.regs("b64", 3)
@@ -181,7 +189,7 @@ def _vector_kernel(
     kb.emit(f"mov.u64 {cur}, {off};")
     body: list[str] = []
     ld = _LD[size]
-    cache = ".cg" if level == "l2" else ""
+    cache = {"l2": ".cg", "l1": ".ca"}.get(level, "")
     for _ in range(UNROLL):
         if kind in ("read", "copy"):
             body.append(f"add.u64 {a_src}, {frame.regs['src']}, {cur};")
@@ -216,7 +224,7 @@ def _vector_kernel(
     _inner_loop(frame, frame.regs["m"], body)
     frame.end_loop()
     frame.finish([(acc, "b32")], guarded=[acc])
-    verify = _vector_verify(kind, size, size_b)
+    verify = _vector_verify(kind, size, size_b, block=launch.block if level == "l1" else 0)
     moved = {"read": size, "copy": 2 * size, "write": size}[kind]
     sass = {"read": "LDG\\.E", "copy": "STG\\.E", "write": "STG\\.E"}[kind]
     return KernelSpec(
@@ -224,7 +232,8 @@ def _vector_kernel(
         group="memory",
         description=(
             f"{level.upper()} {kind}, {size}-byte elements, coalesced grid-stride walk of "
-            f"{size_b / 2**20:.1f} MiB per pass" + (" with ld.global.cg (L1 bypassed)" if level == "l2" else "")
+            f"{size_b / 2**20:.3g} MiB per pass"
+            + {"l2": " with ld.global.cg (L1 bypassed)", "l1": " by every block, ld.global.ca (L1 hits)"}.get(level, "")
         ),
         ptx=frame.ptx(),
         entry=frame.kb.entry,
@@ -239,7 +248,8 @@ def _vector_kernel(
     )
 
 
-def _vector_verify(kind: str, size: int, size_b: int):  # type: ignore[no-untyped-def]
+def _vector_verify(kind: str, size: int, size_b: int, block: int = 0):  # type: ignore[no-untyped-def]
+    # ``block`` > 0: each thread walks its block's region (thread index within the block).
     nwords = size_b // 4
 
     @verifier
@@ -249,7 +259,10 @@ def _vector_verify(kind: str, size: int, size_b: int):  # type: ignore[no-untype
         check_live(out, seed, iters)
         if kind == "read":
             t = np.arange(threads, dtype=np.uint64)
-            per = np.uint64(16) * (np.uint64(threads * (m * (m - 1) // 2)) + np.uint64(m) * t) + np.uint64(6 * m)
+            span = threads
+            if block:
+                t, span = t % np.uint64(block), block
+            per = np.uint64(16) * (np.uint64(span * (m * (m - 1) // 2)) + np.uint64(m) * t) + np.uint64(6 * m)
             _iota_sum_check("sum of loaded words", out[1], per, iters)
             return
         raw = outputs["dst"]
@@ -296,6 +309,11 @@ def l2_read(target: Target) -> KernelSpec:
     return _vector_kernel(target, "read", level="l2", name="mem.l2.read")
 
 
+def l1_read(target: Target) -> KernelSpec:
+    """Repeated coalesced 16-byte ``ld.global.ca`` reads of 32 KiB that every block shares (L1 hits)."""
+    return _vector_kernel(target, "read", level="l1", name="mem.l1.read")
+
+
 def dram_read_occupancy(target: Target) -> list[KernelSpec]:
     """The 16-byte DRAM read at 32…1024 threads per block (one block per SM) and 1…8 blocks of 256."""
     out = [
@@ -310,8 +328,8 @@ def dram_read_occupancy(target: Target) -> list[KernelSpec]:
 
 
 def memory_kernels(target: Target) -> list[KernelSpec]:
-    """DRAM read/copy/write, the coalescing and access-size sweeps and the L2 read."""
-    out = [dram_read_v4(target), dram_copy(target), dram_write(target), l2_read(target)]
+    """DRAM read/copy/write, the coalescing and access-size sweeps and the L2 and L1 reads."""
+    out = [dram_read_v4(target), dram_copy(target), dram_write(target), l2_read(target), l1_read(target)]
     out += [line_read(target, g, label=lab) for g, lab in COALESCING]
     out += [access_size_copy(target, s) for s in ACCESS_SIZES]
     return out

@@ -1,0 +1,221 @@
+"""The ML model of a roofline run directory: read its tables, run the frozen protocol, write and reload the result."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from archline.errors import InputError
+from archline.model.ml import (
+    RANDOM_ACTIVITY,
+    MeasuredKernel,
+    MlCounts,
+    MlModel,
+    MlScore,
+    calibrate,
+    counts_from_row,
+    machine,
+    score,
+)
+from archline.model.parameters import ParameterSet
+
+__all__ = [
+    "CLASSIC_HELDOUT",
+    "ML_MODEL_FILE",
+    "ML_PREDICTIONS_TABLE",
+    "MlRun",
+    "analyze_ml_run",
+    "load_ml_model",
+]
+
+ML_TABLE = "roofline_ml.csv"
+ML_COUNTS_TABLE = "roofline_ml_counts.csv"
+ML_MODEL_FILE = "roofline_ml_model.json"
+ML_PREDICTIONS_TABLE = "roofline_ml_predictions.csv"
+#: The five kernels of the earlier held-out set that stay held out; the other classic kernels calibrate.
+CLASSIC_HELDOUT: tuple[str, ...] = (
+    "triad.fp32.n134217728",
+    "reduce.sum.fp32.n268435456",
+    "stencil5.fp32.n8192",
+    "sgemm.n4096",
+    "dgemm.n4096",
+)
+
+
+class MlRun:
+    """A run's calibrated ML model and its scores on the calibration and held-out kernels."""
+
+    def __init__(self, model: MlModel, calibration: MlScore, heldout: MlScore, notes: list[str]) -> None:
+        self.model, self.calibration, self.heldout, self.notes = model, calibration, heldout, notes
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    from archline.records import read_csv
+
+    return read_csv(path) if path.is_file() else []
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v) if v not in (None, "") else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _kernels(d: Path) -> tuple[list[tuple[MeasuredKernel, MlCounts]], list[str]]:
+    counts: dict[str, MlCounts] = {}
+    for table in ("roofline_heldout_counts.csv", ML_COUNTS_TABLE):
+        for i, r in enumerate(_read(d / table)):
+            c = counts_from_row(r, f"{d / table}:{i + 2}")
+            counts[c.name] = c
+    measured: list[MeasuredKernel] = []
+    for r in _read(d / "roofline_heldout.csv"):
+        name = str(r.get("name"))
+        measured.append(
+            MeasuredKernel(
+                name=name,
+                group="heldout" if name in CLASSIC_HELDOUT else "calibration",
+                time_s=_num(r.get("time_s")),
+                energy_j=_num(r.get("energy_j")),
+                energy_uncertainty_j=_num(r.get("energy_uncertainty_j")),
+                precision=str(r.get("precision") or "single"),
+                library="CuPy/cuBLAS",
+            )
+        )
+    for r in _read(d / ML_TABLE):
+        if str(r.get("status")) != "ok":
+            continue
+        measured.append(
+            MeasuredKernel(
+                name=str(r.get("name")),
+                group=str(r.get("group") or "heldout"),
+                time_s=_num(r.get("time_s")),
+                energy_j=_num(r.get("energy_j")),
+                energy_uncertainty_j=_num(r.get("energy_uncertainty_j")),
+                precision=str(r.get("precision") or "single"),
+                library=str(r.get("library") or ""),
+                activity=RANDOM_ACTIVITY,
+            )
+        )
+    notes = [f"{k.name}: no ncu counts" for k in measured if k.name not in counts]
+    bad = [k.name for k in measured if not (k.time_s > 0 and k.energy_j > 0)]
+    notes += [f"{n}: no measured time or energy" for n in bad]
+    pairs = [(k, counts[k.name]) for k in measured if k.name in counts and k.name not in bad]
+    return pairs, notes
+
+
+def analyze_ml_run(run_dir: str | os.PathLike[str], params: ParameterSet, *, write: bool = True) -> MlRun | None:
+    """Calibrate on the run's calibration kernels, score the held-out ones; None if the run has no ML table."""
+    d = Path(run_dir)
+    if not (d / ML_TABLE).is_file():
+        return None
+    peaks = json.loads((d / "roofline_peaks.json").read_text()) if (d / "roofline_peaks.json").is_file() else {}
+    comps = _read(d / "roofline_components.csv")
+    pairs, notes = _kernels(d)
+    m = calibrate(machine(params, comps, dict(peaks.get("peak_flops_per_s", {}))), pairs)
+    cal, held = score(m, pairs, "calibration"), score(m, pairs, "heldout")
+    if write:
+        from archline.records import atomic_write_text
+
+        rows = [p.as_row() for p in (*cal.predictions, *held.predictions)]
+        _write_csv(d / ML_PREDICTIONS_TABLE, rows)
+        atomic_write_text(d / ML_MODEL_FILE, json.dumps(_model_json(m, cal, held, notes), indent=1, default=_jd) + "\n")
+    return MlRun(m, cal, held, notes)
+
+
+def _jd(o: Any) -> Any:
+    if isinstance(o, float) and not math.isfinite(o):
+        return None
+    if isinstance(o, (tuple, set, frozenset)):
+        return list(o)
+    raise TypeError(type(o).__name__)
+
+
+def _clean(o: Any) -> Any:
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def _summary(s: MlScore) -> dict[str, Any]:
+    return {
+        "kernels": len(s.predictions),
+        "median_abs_error_measured_time": s.median_abs_error_measured_time,
+        "median_abs_error_predicted_time": s.median_abs_error_predicted_time,
+        "median_abs_error_ncu_time": s.median_abs_error_ncu_time,
+        "max_abs_error_measured_time": s.max_abs_error_measured_time,
+        "over_20pct": list(s.over_20pct),
+        "targets": {"measured_time": s.target_measured, "predicted_time": s.target_predicted},
+        "met": s.met,
+    }
+
+
+def _model_json(m: MlModel, cal: MlScore, held: MlScore, notes: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = _clean(
+        {
+            "schema": "archline.ml_model",
+            "schema_version": 1,
+            "model": asdict(m),
+            "calibration": _summary(cal),
+            "heldout": _summary(held),
+            "notes": notes,
+        }
+    )
+    return out
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    from archline.records import write_csv
+
+    write_csv(path, rows)
+
+
+def load_ml_model(path: str | os.PathLike[str]) -> MlModel:
+    """The calibrated ML model from a run's ``roofline_ml_model.json`` (or the run directory itself)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / ML_MODEL_FILE
+    if not p.is_file():
+        raise InputError(f"{p}: no such file (run `archline roofline`, or `archline model fit` on its run directory)")
+    try:
+        obj = json.loads(p.read_text())
+        raw = obj["model"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{p}: not an archline ML model file ({exc})") from None
+
+    def f(v: Any) -> float:
+        return math.nan if v is None else float(v)
+
+    def fd(d: Any) -> dict[str, float]:
+        return {str(k): f(v) for k, v in (d or {}).items()}
+
+    try:
+        return MlModel(
+            pi0_w=f(raw["pi0_w"]),
+            pi0_sigma_w=f(raw["pi0_sigma_w"]),
+            eps_mem_j_per_b=f(raw["eps_mem_j_per_b"]),
+            eps_mem_sigma=f(raw["eps_mem_sigma"]),
+            power_limit_w=f(raw["power_limit_w"]),
+            eps=fd(raw["eps"]),
+            eps_sigma=fd(raw["eps_sigma"]),
+            sources={str(k): str(v) for k, v in raw["sources"].items()},
+            rates=fd(raw["rates"]),
+            activity_intercept=f(raw["activity_intercept"]),
+            activity_slope=f(raw["activity_slope"]),
+            terms=tuple(raw["terms"]),
+            eta=fd(raw["eta"]),
+            model_sigma=f(raw["model_sigma"]),
+            model_sigma_predicted=f(raw["model_sigma_predicted"]),
+            time_sigma=f(raw["time_sigma"]),
+            choices=dict(raw.get("choices") or {}),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{p}: malformed ML model ({exc})") from None
