@@ -10,14 +10,14 @@
 #   characterize    archline characterize (the full suite, with the roofline section)
 #   quick           archline characterize --quick --roofline
 #   instructions    archline instructions --shapes full --opt 3,0 --target-s 0.4 (every SM)
-#   roofline        archline roofline (sweep, fit, held-out kernels counted with ncu)
+#   roofline        archline roofline (sweep, fit, held-out and ML kernels counted with ncu; ROOFLINE_LIMIT s)
 #   real            benchmarks/validate_real_programs.py (measure of PyTorch training, GEMM, regions)
 #   replay          benchmarks/validate_replay.py (graph replay of ResNet-50 and transformer steps)
 #   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops, overhead)
 #   tensor          archline characterize --only tensor --only operand.ffma --only lat (tensor cores,
 #                   operand data, pointer-chase latency)
 #   latency         archline characterize --only lat (pointer-chase latency alone)
-#   model           benchmarks/validate_model_ml.py (the frozen model on held-out ML kernels)
+#   model           benchmarks/validate_model_ml.py on the roofline step's run (the frozen model's scores)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
 #                   training and a decode loop; 5 alternating repetitions)
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
@@ -73,13 +73,13 @@ for s in "$@"; do
     characterize) step characterize 590 archline characterize -o "$R/characterize" ;;
     quick) step quick 300 archline characterize --quick --roofline -o "$R/characterize-quick" ;;
     instructions) step instructions 430 archline instructions --shapes full --opt 3,0 --target-s 0.4 -o "$R/instructions" ;;
-    roofline) step roofline 450 archline roofline -o "$R/roofline" ;;
+    roofline) step roofline ${ROOFLINE_LIMIT:-900} archline roofline -o "$R/roofline" ;;
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
     replay) for w in ${REPLAY_ONLY:-mlp transformer resnet50}; do step replay-$w ${REPLAY_LIMIT:-150} python3 "$B/validate_replay.py" --out "$R/replay" --only $w ${REPLAY_ARGS:-} "${q[@]}"; done ;;
     attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
-    model) step model 330 python3 "$B/validate_model_ml.py" --out "$R/model" --components "$R/tensor/characterize" "${q[@]}" ;;
+    model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;
     probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
     overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps 5 --min-block-s ${OVERHEAD_BLOCK_S:-8} --out /tmp/archline-overhead
               mkdir -p "$R/run/overhead-auto" && cp /tmp/archline-overhead/overhead_summary.json "$OUT/logs/overhead.log" "$R/run/overhead-auto/" ;;
