@@ -155,3 +155,37 @@ def test_excluded_groups_are_kept_on_with_their_reason() -> None:
     assert ("relu", "alone") not in seen and ("relu", "timing") not in seen  # never replayed without the rest
     assert (PINNED, "base") in seen and ("conv", "alone") in seen and seen[0] == (PINNED, "timing")
     assert rows[PINNED].energy_j == pytest.approx(gpu.truth_j([1, 6]), rel=0.05)
+
+
+def test_cli_prints_the_way_chosen_what_was_not_measured_and_the_spread(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import archline.measurement.attribute.replay as replay_mod
+    from archline.cli.app import app
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+
+    def fake_run_replay(step: Any, *, out: Any, force: bool, repeats: int, **kw: Any) -> Any:
+        gpu = FakeGraphGPU(NODES, fixed_by=None)
+        res = replay_energy(gpu, _measure(gpu), gpu.clock, top=2, marginal=False, repeats=repeats)
+        rd = RunDir.create(out, Manifest.new("replay", gpu={"name": "fake"}), overwrite=force)
+        write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+        rd.finish("complete")
+        return res
+
+    monkeypatch.setattr(replay_mod, "run_replay", fake_run_replay)
+    script = tmp_path / "s.py"
+    script.write_text("def make():\n    return lambda: None\n")
+    out = tmp_path / "r"
+    res = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(out), "--repeats", "2"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "nodes switched by 'toggle' (3 could not be)" in text
+    assert "not measured: conv: 2 of 2 nodes cannot be switched off" in text
+    assert "run-to-run spread over 2 runs" in text and "against 3 %" in text
+    md = (out / "report.md").read_text()
+    assert "not measured because" in md and "Nodes switched by 'toggle' (3 nodes could not be)" in md
+    bad = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(out), "--repeats", "0"])
+    assert bad.exit_code == 2 and "--repeats must be at least 1" in bad.output
