@@ -100,11 +100,11 @@ def register(app: typer.Typer) -> None:
         console.print(f"nodes switched by '{sw.get('mode')}' ({sw.get('not_switchable_nodes', 0)} could not be)")
         for r in res.not_measurable:
             console.print(f"not measured: {escape(r.group[:60])}: {escape(r.reason)}")
-        spread = res.reproducibility
-        if spread is not None:
+        rr = res.reproducibility
+        if rr is not None:
             console.print(
-                f"run-to-run spread over {res.repeats} runs: median {spread['median_spread_pct']:.2f} %, "
-                f"max {spread['max_spread_pct']:.2f} % ({escape(spread['worst_group'][:40])}): {spread['verdict']} "
-                f"against {spread['target_pct']:g} %; resolution {spread['resolution']}"
+                f"run-to-run spread over {res.repeats} runs: median {rr['median_spread_pct']:.2f} %, "
+                f"max {rr['max_spread_pct']:.2f} % ({escape(rr['worst_group'][:40])}): {rr['verdict']} "
+                f"against {rr['target_pct']:g} %; resolution {rr['resolution']}"
             )
         console.print(f"report: {rep.markdown}")
