@@ -60,6 +60,8 @@ def test_the_first_way_that_switches_every_node_is_chosen(fixed_by: str, tried: 
     assert [t["mode"] for t in s.tried] == tried
     for t in s.tried[:-1]:  # each refused way names the nodes and the driver's error
         assert t["not_switchable"] == len(CLUSTER) and "912" in t["first_error"]
+    # The first refusals are described even when a later way switches everything.
+    assert [d["index"] for d in s.described] == (CLUSTER if len(tried) > 1 else [])
     assert gpu.mode == fixed_by and gpu.enabled == set(range(len(NODES)))
 
 
@@ -80,6 +82,7 @@ def test_when_no_way_switches_every_node_the_one_leaving_fewest_stuck_is_kept() 
     assert s.mode == "toggle" and sorted(s.not_switchable) == CLUSTER  # a tie: the first way tried
     assert gpu.mode == "toggle"
     assert [d["index"] for d in s.described] == CLUSTER and all("912" in d["why"] for d in s.described)
+    assert {d["mode"] for d in s.described} == {"toggle"}
     blocked = blocked_groups(GROUPS, s.not_switchable, {})
     assert set(blocked) == {"conv", "gemm"} and blocked["conv"].startswith("2 of 2 nodes cannot be switched off")
 

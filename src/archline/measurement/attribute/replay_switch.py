@@ -47,7 +47,8 @@ class ReplayableGraph(Protocol):
 
 @dataclass
 class Switching:
-    """The way chosen (``mode``), the nodes it cannot switch (index → why) and what each way tried gave."""
+    """The way chosen (``mode``), the nodes it cannot switch (index → why), what each way tried gave, and the
+    launch shape of the first nodes refused by the first way that refused any (``described``)."""
 
     mode: str
     not_switchable: dict[int, str] = field(default_factory=dict)
@@ -59,7 +60,7 @@ class Switching:
             "mode": self.mode,
             "not_switchable_nodes": len(self.not_switchable),
             "tried": list(self.tried),
-            "not_switchable": [dict(d) for d in self.described],
+            "refused_nodes": [dict(d) for d in self.described],
         }
 
     def note(self) -> str:
@@ -78,6 +79,7 @@ def choose_switching(graph: ReplayableGraph, indices: Sequence[int]) -> Switchin
     """
     best: Switching | None = None
     tried: list[dict[str, Any]] = []
+    described: list[dict[str, Any]] = []
     for mode in graph.switch_modes:
         try:
             graph.set_switch_mode(mode)
@@ -87,6 +89,10 @@ def choose_switching(graph: ReplayableGraph, indices: Sequence[int]) -> Switchin
             continue
         first = next(iter(failed.values()), "")
         tried.append({"mode": mode, "not_switchable": len(failed), "first_error": first})
+        if failed and not described:  # the first refusals, described whichever way wins in the end
+            described = [
+                {**graph.describe(i), "why": why, "mode": mode} for i, why in sorted(failed.items())[:DESCRIBED_NODES]
+            ]
         if best is None or len(failed) < len(best.not_switchable):
             best = Switching(mode, dict(failed))
         if not failed:
@@ -96,9 +102,7 @@ def choose_switching(graph: ReplayableGraph, indices: Sequence[int]) -> Switchin
     if tried[-1]["mode"] != best.mode:
         graph.set_switch_mode(best.mode)
     best.tried = tried
-    best.described = [
-        {**graph.describe(i), "why": why} for i, why in sorted(best.not_switchable.items())[:DESCRIBED_NODES]
-    ]
+    best.described = described
     return best
 
 
