@@ -137,3 +137,17 @@ def test_a_node_pytorch_cannot_enable_again_rules_its_executable_out(monkeypatch
     tg.set_switch_mode("toggle+optin")  # a fresh executable of our own: relu runs again
     tg.replay()
     assert "relu" in drv.launched[-1]
+
+
+def test_a_node_with_many_dependents_keeps_every_edge_when_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from archline.hw.graph_nodes import build_without
+
+    drv, _ = _graph(monkeypatch)
+    g = drv.make_graph([("kernel", "root", (0, 0, 0)), ("kernel", "hub", (0, 0, 0))])
+    root, hub = list(drv.graphs[g])
+    leaves = [drv.cuGraphAddEmptyNode(g, [hub], 1)[1] for _ in range(40)]  # 40 nodes wait for the hub
+    exe = build_without(g, [root, hub], [1])
+    nodes = {h: n for h, (n, _) in drv.execs[int(exe)].items()}
+    stand_in = [h for h, n in nodes.items() if n.kind == "empty" and n.deps and nodes[n.deps[0]].name == "root"]
+    assert len(stand_in) == 1 and "hub" not in [n.name for n in nodes.values()]
+    assert sum(1 for n in nodes.values() if n.deps == [stand_in[0]]) == len(leaves)

@@ -111,6 +111,18 @@ def _handles(fn: Any, handle: Any, what: str) -> list[Any]:
     return list(nodes)[:count]
 
 
+def _neighbours(fn: Any, handle: Any, what: str) -> list[Any]:
+    """Nodes from a dependency query (cuGraphNodeGetDependencies/-DependentNodes), asked with room to spare
+    and asked again with more until the answer fits: it does not rely on a count-only call with no array."""
+    room = 16
+    while True:
+        out = check(fn(handle, room), what)
+        count = int(out[-1])
+        if count < room:
+            return [n for n in list(out[0])[:count] if int(n)]
+        room = 2 * max(room, count)
+
+
 def _int3(v: Any) -> tuple[int, int, int]:
     return int(v.x), int(v.y), int(v.z)
 
@@ -289,8 +301,8 @@ def build_without(graph: Any, handles: Sequence[Any], off: Iterable[int]) -> Any
     try:
         for i in off:
             c = check(d.cuGraphNodeFindInClone(handles[i], clone), "cuGraphNodeFindInClone")
-            deps = _handles(d.cuGraphNodeGetDependencies, c, "cuGraphNodeGetDependencies")
-            outs = _handles(d.cuGraphNodeGetDependentNodes, c, "cuGraphNodeGetDependentNodes")
+            deps = _neighbours(d.cuGraphNodeGetDependencies, c, "cuGraphNodeGetDependencies")
+            outs = _neighbours(d.cuGraphNodeGetDependentNodes, c, "cuGraphNodeGetDependentNodes")
             empty = check(d.cuGraphAddEmptyNode(clone, deps, len(deps)), "cuGraphAddEmptyNode")
             for o in outs:
                 _add_edge(clone, empty, o)
