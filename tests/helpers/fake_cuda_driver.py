@@ -84,6 +84,7 @@ class FakeDriver(types.SimpleNamespace):
         self.execs: dict[int, dict[int, tuple[Node, bool]]] = {}
         self.exec_graph: dict[int, int] = {}
         self.non_portable: set[int] = set()
+        self.compiled: dict[int, tuple[int, int, int]] = {}  # function → its __cluster_dims__
         self.launched: list[list[str]] = []
         self.set_enabled_calls = 0
         t = types.SimpleNamespace
@@ -164,6 +165,8 @@ class FakeDriver(types.SimpleNamespace):
         return (OK,)
 
     def cuFuncGetAttribute(self, attr: str, f: int) -> tuple[int, int]:
+        if attr in ("w", "h", "d"):
+            return OK, self.compiled.get(int(f), (0, 0, 0))["whd".index(attr)]
         return OK, int(attr == "non_portable" and int(f) in self.non_portable)
 
     def cuFuncSetAttribute(self, f: int, attr: str, v: int) -> tuple[int]:

@@ -151,3 +151,24 @@ def test_a_node_with_many_dependents_keeps_every_edge_when_removed(monkeypatch: 
     stand_in = [h for h, n in nodes.items() if n.kind == "empty" and n.deps and nodes[n.deps[0]].name == "root"]
     assert len(stand_in) == 1 and "hub" not in [n.name for n in nodes.values()]
     assert sum(1 for n in nodes.values() if n.deps == [stand_in[0]]) == len(leaves)
+
+
+def test_a_compiled_cluster_is_written_for_the_opt_in_and_put_back_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    drv = FakeDriver("optin")
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = drv  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    g = drv.make_graph([("kernel", "fixed_cluster", (0, 0, 0)), ("kernel", "plain", (0, 0, 0))])
+    h = next(iter(drv.graphs[g]))
+    params = drv.graphs[g][h].params
+    assert params is not None
+    drv.compiled[int(params.func)] = (2, 1, 1)  # __cluster_dims__(2, 1, 1), no launch attribute
+    tg = TorchGraph(FakeTorchGraph(drv, g), 0)
+    assert [n.cluster for n in tg.nodes] == [(2, 1, 1), (1, 1, 1)]
+    tg.set_switch_mode("toggle+optin")
+    assert "1 node cluster dimensions written" in tg.notes[-1]
+    assert (drv.graphs[g][h].cluster.x, drv.graphs[g][h].cluster.y) == (2, 1)
+    assert tg.check_switchable([0, 1]) == {}
+    tg.set_switch_mode("rebuild")  # the captured graph as PyTorch left it
+    assert (drv.graphs[g][h].cluster.x, drv.graphs[g][h].cluster.y, drv.graphs[g][h].cluster.z) == (0, 0, 0)

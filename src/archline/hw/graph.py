@@ -36,6 +36,7 @@ from archline.hw.graph_nodes import (
     error_text,
     instantiate,
     list_nodes,
+    restore_clusters,
 )
 
 __all__ = ["SWITCH_MODES", "GraphError", "GraphNode", "SwitchError", "TorchGraph", "capture_torch"]
@@ -69,6 +70,7 @@ class TorchGraph:
         self._enabled = [True] * len(self.nodes)
         self._rebuilt: dict[frozenset[int], Any] = {}
         self._want: frozenset[int] = frozenset(range(len(self.nodes)))
+        self._written: list[tuple[Any, Any]] = []  # cluster attributes written for toggle+optin
 
     # -- modes -----------------------------------------------------------------------------
     def set_switch_mode(self, mode: str) -> None:
@@ -76,6 +78,7 @@ class TorchGraph:
         if mode not in SWITCH_MODES:
             raise ValueError(f"unknown switch mode {mode!r}")
         self._drop_own()
+        restore_clusters(self._written)  # the captured graph as PyTorch left it, for every other way
         self.mode = mode
         self._want = frozenset(range(len(self.nodes)))
         if mode == "toggle":
@@ -84,7 +87,7 @@ class TorchGraph:
             self._exec = self._torch_exec
             self._enable_all_torch()
         elif mode == "toggle+optin":
-            done = cluster_opt_in(self._handles, self.nodes, self.device)
+            done = cluster_opt_in(self._handles, self.nodes, self.device, self._written)
             self.notes.append(
                 f"cluster opt-in: {done['cluster_nodes']} cluster-launched kernel nodes, "
                 f"{done['functions_opted_in']} functions allowed non-portable cluster sizes "
@@ -116,8 +119,9 @@ class TorchGraph:
         self._exec = self._torch_exec if self.mode == "toggle" else None
 
     def close(self) -> None:
-        """Destroy the executables this object instantiated (PyTorch's own stays)."""
+        """Destroy the executables this object instantiated (PyTorch's own stays) and put back what it wrote."""
         self._drop_own()
+        restore_clusters(self._written)
 
     # -- switching -------------------------------------------------------------------------
     def _toggle(self, i: int, on: bool) -> str | None:

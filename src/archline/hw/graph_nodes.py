@@ -26,6 +26,7 @@ __all__ = [
     "error_text",
     "instantiate",
     "list_nodes",
+    "restore_clusters",
 ]
 
 #: CUDA_ERROR_INVALID_CLUSTER_SIZE: "a kernel launch error has occurred due to cluster misconfiguration".
@@ -217,12 +218,16 @@ def describe_node(h: Any) -> dict[str, Any]:
     return out
 
 
-def cluster_opt_in(handles: Iterable[Any], nodes: Sequence[GraphNode], device: int) -> dict[str, int]:
+def cluster_opt_in(
+    handles: Iterable[Any], nodes: Sequence[GraphNode], device: int, written: list[tuple[Any, Any]]
+) -> dict[str, int]:
     """Prepare cluster-launched kernel nodes for switching: allow non-portable cluster sizes on their
     functions (the CUkernel and its per-context function too), and write the compiled cluster into
-    the node's cluster-dimension attribute where the node carries none. Counts of what was done."""
+    the node's cluster-dimension attribute where the node carries none (each node and its previous
+    value appended to ``written``, for :func:`restore_clusters`). Counts of what was done."""
     d = driver()
     allow = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+    attr = d.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     dev = check(d.cuDeviceGet(device), "cuDeviceGet")
     done = {"cluster_nodes": 0, "functions_opted_in": 0, "opt_in_failed": 0, "cluster_dims_written": 0}
     seen: set[int] = set()
@@ -248,12 +253,22 @@ def cluster_opt_in(handles: Iterable[Any], nodes: Sequence[GraphNode], device: i
             done["functions_opted_in" if ok else "opt_in_failed"] += 1
         node = _node_cluster(h) or (0, 0, 0)
         if node[0] * node[1] * node[2] <= 1:
+            old = d.cuGraphKernelNodeGetAttribute(h, attr)
             v = d.CUkernelNodeAttrValue()
             v.clusterDim.x, v.clusterDim.y, v.clusterDim.z = n.cluster
-            attr = d.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            if int(d.cuGraphKernelNodeSetAttribute(h, attr, v)[0]) == 0:
+            if int(old[0]) == 0 and int(d.cuGraphKernelNodeSetAttribute(h, attr, v)[0]) == 0:
+                written.append((h, old[1]))
                 done["cluster_dims_written"] += 1
     return done
+
+
+def restore_clusters(written: list[tuple[Any, Any]]) -> None:
+    """Put back the cluster-dimension attributes :func:`cluster_opt_in` wrote (and empty the list)."""
+    d = driver()
+    attr = d.CUkernelNodeAttrID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    while written:
+        h, old = written.pop()
+        d.cuGraphKernelNodeSetAttribute(h, attr, old)
 
 
 def _add_edge(graph: Any, a: Any, b: Any) -> None:
