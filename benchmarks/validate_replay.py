@@ -178,7 +178,7 @@ def report(name: str, res: Mapping[str, Any]) -> list[str]:
             f"   refused by {d.get('mode')}: node {d.get('index')} {str(d.get('name'))[:70]} grid {d.get('grid')} "
             f"block {d.get('block')} cluster node {d.get('node_cluster')} compiled {d.get('compiled_cluster')} "
             f"preferred {d.get('preferred_cluster')} non-portable {d.get('non_portable_cluster_allowed')} "
-            f"shared {d.get('shared_mem_bytes')}: {d.get('why')}"
+            f"shared {d.get('shared_mem_bytes')} kern {d.get('has_library_kernel')}: {d.get('why')}"
         )
     for r in rows:
         g = str(r["group"])[:70]
