@@ -172,3 +172,32 @@ def test_a_compiled_cluster_is_written_for_the_opt_in_and_put_back_after(monkeyp
     assert tg.check_switchable([0, 1]) == {}
     tg.set_switch_mode("rebuild")  # the captured graph as PyTorch left it
     assert (drv.graphs[g][h].cluster.x, drv.graphs[g][h].cluster.y, drv.graphs[g][h].cluster.z) == (0, 0, 0)
+
+
+def test_rebuilt_executables_are_kept_least_recently_used_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    drv, tg = _graph(monkeypatch, refuse="toggle")
+    tg.set_switch_mode("rebuild")
+    sets = [[0, 1], [2, 1], [3, 1], [5, 1]]
+    for s in sets[:3]:
+        tg.set_enabled(s)
+    tg.set_enabled(sets[0])  # used again: now the most recent
+    builds = len(drv.execs)
+    tg.set_enabled(sets[3])  # a fourth set: the least recently used ([2, 1]) goes
+    assert len(drv.execs) == builds  # one built, one destroyed
+    tg.set_enabled(sets[0])
+    assert len(drv.execs) == builds  # still kept, no build
+    tg.replay()
+    assert drv.launched[-1] == ["conv_a"]
+    tg.close()
+    assert len(drv.execs) == 1
+
+
+def test_back_to_pytorchs_executable_after_our_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    drv, tg = _graph(monkeypatch)
+    k = _kernels(tg)
+    tg.set_enabled([k["relu"], 1])  # PyTorch's executable: only relu on
+    tg.set_switch_mode("toggle+optin")
+    tg.set_enabled([k["norm"], 1])
+    tg.set_switch_mode("toggle")  # every node of PyTorch's executable on again
+    tg.replay()
+    assert drv.launched[-1] == ["conv_a", "relu", "conv_b", "norm"]

@@ -67,7 +67,8 @@ class TorchGraph:
         self.notes: list[str] = []
         self._exec: Any = self._torch_exec
         self._torch_dirty = False  # a node of PyTorch's executable could not be enabled again
-        self._enabled = [True] * len(self.nodes)
+        self._torch_on = [True] * len(self.nodes)  # PyTorch's executable's enable flags
+        self._enabled = self._torch_on  # those of the executable toggled now
         self._rebuilt: dict[frozenset[int], Any] = {}
         self._want: frozenset[int] = frozenset(range(len(self.nodes)))
         self._written: list[tuple[Any, Any]] = []  # cluster attributes written for toggle+optin
@@ -85,6 +86,7 @@ class TorchGraph:
             if self._torch_dirty:
                 raise GraphError("PyTorch's executable of the step has a node that could not be enabled again")
             self._exec = self._torch_exec
+            self._enabled = self._torch_on
             self._enable_all_torch()
         elif mode == "toggle+optin":
             done = cluster_opt_in(self._handles, self.nodes, self.device, self._written)
@@ -162,14 +164,14 @@ class TorchGraph:
             raise SwitchError(failed)
 
     def _rebuilt_exec(self, want: frozenset[int]) -> Any:
-        exe = self._rebuilt.get(want)
+        exe = self._rebuilt.pop(want, None)  # kept least recently used first
         if exe is None:
             off = [i for i in range(len(self.nodes)) if i not in want]
             exe = build_without(self._graph, self._handles, off)
             if len(self._rebuilt) >= _REBUILT_KEPT:
                 oldest = next(iter(self._rebuilt))
                 driver().cuGraphExecDestroy(self._rebuilt.pop(oldest))
-            self._rebuilt[want] = exe
+        self._rebuilt[want] = exe
         return exe
 
     def check_switchable(self, indices: Sequence[int]) -> dict[int, str]:
