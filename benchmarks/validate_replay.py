@@ -21,6 +21,7 @@ of the isolated energies against the whole step. ``DIR/summary.json`` holds ever
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -104,7 +105,8 @@ def run_child(cmd: Sequence[str], timeout_s: float, log: Path) -> tuple[int | No
             rc: int | None = proc.wait(timeout=max(timeout_s, 1.0))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # the child we started, and its own children
-            proc.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # stuck in the driver: go on without it
+                proc.wait(timeout=15.0)
             rc = None
         finally:
             _RUNNING.discard(proc.pid)
