@@ -77,8 +77,8 @@ for s in "$@"; do
     instructions) step instructions 430 archline instructions --shapes full --opt 3,0 --target-s 0.4 -o "$R/instructions" ;;
     roofline) step roofline 450 archline roofline -o "$R/roofline" ;;
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
-    replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-215} python3 "$B/validate_replay.py" --out "$R/replay" \
-              --only ${REPLAY_ONLY:-resnet50,transformer} --budget-s ${REPLAY_BUDGET_S:-190} ${REPLAY_ARGS:-} "${q[@]}" ;;
+    replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay" \
+              --only ${REPLAY_ONLY:-resnet50,transformer} --budget-s ${REPLAY_BUDGET_S:-180} ${REPLAY_ARGS:-} "${q[@]}" ;;
     attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
