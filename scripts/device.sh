@@ -12,7 +12,9 @@
 #   instructions    archline instructions --shapes full --opt 3,0 --target-s 0.4 (every SM)
 #   roofline        archline roofline (sweep, fit, held-out and ML kernels counted with ncu; ROOFLINE_LIMIT s)
 #   real            benchmarks/validate_real_programs.py (measure of PyTorch training, GEMM, regions)
-#   replay          benchmarks/validate_replay.py (graph replay of ResNet-50 and transformer steps)
+#   replay          benchmarks/validate_replay.py (graph replay of a ResNet-50 step, bf16 channels_last, batch 64,
+#                   and a transformer step; 2 runs each for reproducibility; each workload in a child process,
+#                   restarted without a group whose replay loses the context; ~3.5 min on an H100)
 #   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops, overhead)
 #   tensor          archline characterize --only tensor --only operand.ffma --only lat (tensor cores,
 #                   operand data, pointer-chase latency)
@@ -75,7 +77,8 @@ for s in "$@"; do
     instructions) step instructions 430 archline instructions --shapes full --opt 3,0 --target-s 0.4 -o "$R/instructions" ;;
     roofline) step roofline ${ROOFLINE_LIMIT:-900} archline roofline -o "$R/roofline" ;;
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
-    replay) for w in ${REPLAY_ONLY:-mlp transformer resnet50}; do step replay-$w ${REPLAY_LIMIT:-150} python3 "$B/validate_replay.py" --out "$R/replay" --only $w ${REPLAY_ARGS:-} "${q[@]}"; done ;;
+    replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay" \
+              --only ${REPLAY_ONLY:-resnet50,transformer} --budget-s ${REPLAY_BUDGET_S:-180} ${REPLAY_ARGS:-} "${q[@]}" ;;
     attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;

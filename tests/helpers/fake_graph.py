@@ -1,13 +1,23 @@
-"""A fake captured step for CPU tests: nodes of known time and board power, replayed on the fake clock."""
+"""A fake captured step for CPU tests: nodes of known time and board power, replayed on the fake clock.
+
+It also plays the driver's refusals seen on an H100 (CUDA error 912, cluster misconfiguration,
+on cluster-launched kernels): ``fixed_by`` names the first switch mode (of ``toggle``,
+``toggle+optin``, ``rebuild``) under which cluster nodes switch; ``None`` means none does, and
+then in ``rebuild`` instantiation blames a cluster node each time one is left out.
+``fail_on`` says whether disabling or enabling again is refused in the toggle modes.
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from archline.hw.graph import GraphNode
+from archline.hw.graph import SWITCH_MODES, GraphError, GraphNode, SwitchError
 from tests.helpers.fake_gpu import FakeClock
+
+E912 = "CUDA error 912 (a kernel launch error has occurred due to cluster misconfiguration)"
 
 
 @dataclass(frozen=True)
@@ -16,23 +26,102 @@ class FakeNode:
     time_s: float
     power_w: float
     kind: str = "kernel"
+    cluster: tuple[int, int, int] = (1, 1, 1)
 
 
 class FakeGraphGPU:
     """Replays its nodes in order on a fake clock; the board draws ``idle_w`` between replays."""
 
-    def __init__(self, nodes: Sequence[FakeNode], idle_w: float = 100.0) -> None:
+    switch_modes = SWITCH_MODES
+
+    def __init__(
+        self,
+        nodes: Sequence[FakeNode],
+        idle_w: float = 100.0,
+        *,
+        fixed_by: str | None = "toggle",
+        fail_on: str = "disable",
+    ) -> None:
         self.clock = FakeClock()
         self.idle_w = idle_w
         self.fake_nodes = list(nodes)
-        self.nodes = [GraphNode(i, n.kind, n.name) for i, n in enumerate(nodes)]
+        self.nodes = [GraphNode(i, n.kind, n.name, n.cluster) for i, n in enumerate(nodes)]
         self.enabled = set(range(len(nodes)))
         self.intervals: list[tuple[float, float, float]] = []
         self._lock = threading.Lock()
+        self.mode = "toggle"
+        self.fixed_by = fixed_by
+        self.fail_on = fail_on
+        self.modes_set: list[str] = []
+        self.builds = 0  # executables instantiated (rebuild mode)
+
+    # -- the driver's behaviour ------------------------------------------------------------
+    def _refuses(self, i: int, on: bool) -> bool:
+        """Whether switching node i (to ``on``) is refused in the current (toggle) mode."""
+        if self.nodes[i].cluster_blocks <= 1 or (self.fail_on == "disable") == on:
+            return False
+        if self.fixed_by is None:
+            return True
+        return SWITCH_MODES.index(self.mode) < SWITCH_MODES.index(self.fixed_by)
+
+    def set_switch_mode(self, mode: str) -> None:
+        if mode not in SWITCH_MODES:
+            raise ValueError(mode)
+        self.modes_set.append(mode)
+        self.mode = mode
+        self.enabled = set(range(len(self.nodes)))  # a fresh executable
 
     def set_enabled(self, indices: Sequence[int] | None) -> None:
-        self.enabled = set(range(len(self.nodes)) if indices is None else indices)
+        want = set(range(len(self.nodes)) if indices is None else indices)
+        if self.mode == "rebuild":
+            self.builds += 1
+            if self.fixed_by is None:
+                left_out = sorted(
+                    i for i in range(len(self.nodes)) if i not in want and self.nodes[i].cluster_blocks > 1
+                )
+                if left_out:
+                    raise SwitchError({left_out[0]: f"instantiate: {E912}"})
+            self.enabled = want
+            return
+        failed: dict[int, str] = {}
+        for i in range(len(self.nodes)):
+            on = i in want
+            if on != (i in self.enabled):
+                if self._refuses(i, on):
+                    failed[i] = f"{'enable' if on else 'disable'}: {E912}"
+                elif on:
+                    self.enabled.add(i)
+                else:
+                    self.enabled.discard(i)
+        if failed:
+            raise SwitchError(failed)
 
+    def check_switchable(self, indices: Sequence[int]) -> dict[int, str]:
+        if self.mode == "rebuild":
+            failed: dict[int, str] = {}
+            for _ in range(len(self.nodes) + 1):
+                try:
+                    self.set_enabled([i for i in range(len(self.nodes)) if i not in indices or i in failed])
+                    break
+                except SwitchError as exc:
+                    failed.update(exc.failed)
+            self.enabled = set(range(len(self.nodes)))
+            return failed
+        failed = {}
+        for i in indices:
+            if self._refuses(i, False):
+                failed[i] = f"disable: {E912}"
+            elif self._refuses(i, True):
+                if self.mode == "toggle":
+                    raise GraphError(f"node {i} of PyTorch's executable could not be enabled again (enable: {E912})")
+                failed[i] = f"enable: {E912}"
+        return failed
+
+    def describe(self, index: int) -> dict[str, Any]:
+        n = self.nodes[index]
+        return {"index": index, "kind": n.kind, "name": n.name, "cluster": list(n.cluster)}
+
+    # -- replay ----------------------------------------------------------------------------
     def replay(self) -> None:
         for i, n in enumerate(self.fake_nodes):
             if i in self.enabled:

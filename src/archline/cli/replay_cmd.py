@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from archline.cli._common import console, handle_errors, print_json
 from archline.cli.tables import Col, fit_table
@@ -56,6 +57,9 @@ def register(app: typer.Typer) -> None:
         gpu: Annotated[int, typer.Option("--gpu", help="GPU index.")] = 0,
         top: Annotated[int, typer.Option("--top", help="Groups measured one by one (longest first).")] = 8,
         no_marginal: Annotated[bool, typer.Option("--no-marginal", help="Skip the marginal energies.")] = False,
+        repeats: Annotated[
+            int, typer.Option("--repeats", help="Run the whole measurement this many times (run-to-run spread).")
+        ] = 1,
         out: Annotated[Path, typer.Option("-o", "--out", "--output", help="Run directory.")] = Path("archline-replay"),
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
@@ -64,11 +68,13 @@ def register(app: typer.Typer) -> None:
         energy by replay (docs/replay.md: on real training steps it fails today, with a one-line error)."""
         if top < 1:
             raise InputError("--top must be at least 1")
+        if repeats < 1:
+            raise InputError("--repeats must be at least 1")
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run
 
-        res = run_replay(step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force)
+        res = run_replay(step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats)
         rep = render_run(out)
         if as_json:
             print_json({**res.summary(), "rows": [r.to_row() for r in res.rows], "report": str(rep.markdown)})
@@ -76,12 +82,29 @@ def register(app: typer.Typer) -> None:
         body = []
         for r in res.rows:
             marg = "—" if r.marginal_j is None else f"{r.marginal_j:.4g} ± {r.marginal_sigma_j or 0:.2g}"
-            body.append([r.group, f"{1e3 * r.time_s:.4g}", f"{r.energy_j:.4g} ± {r.energy_sigma_j:.2g}", marg])
-        cols = [Col("group", "name"), Col("time (ms)"), Col("isolated (J)"), Col("marginal (J)", drop=1)]
+            iso = f"{r.energy_j:.4g} ± {r.energy_sigma_j:.2g}" if r.measurable else "not measured"
+            spread = "—" if r.run_spread_pct is None else f"{r.run_spread_pct:.2f}"
+            time_ms = f"{1e3 * r.time_s:.4g}" if r.measurable else "—"
+            body.append([escape(r.group), time_ms, iso, marg, spread])
+        cols = [
+            Col("group", "name"), Col("time (ms)"), Col("isolated (J)"), Col("marginal (J)", drop=1),
+            Col("spread (%)", drop=2),
+        ]  # fmt: skip
         title = f"one step: {res.step_energy_j:.4g} ± {res.step_sigma_j:.2g} J, {1e3 * res.step_time_s:.4g} ms"
         t, _ = fit_table(cols, body, console=console, title=title)
         console.print(t)
         console.print(
             f"sum of isolated energies: {res.sum_isolated_j:.4g} J ({res.sum_vs_step_pct:+.2f} % of the step)"
         )
+        sw = res.switching
+        console.print(f"nodes switched by '{sw.get('mode')}' ({sw.get('not_switchable_nodes', 0)} could not be)")
+        for r in res.not_measurable:
+            console.print(f"not measured: {escape(r.group[:60])}: {escape(r.reason)}")
+        rr = res.reproducibility
+        if rr is not None:
+            console.print(
+                f"run-to-run spread over {res.repeats} runs: median {rr['median_spread_pct']:.2f} %, "
+                f"max {rr['max_spread_pct']:.2f} % ({escape(rr['worst_group'][:40])}): {rr['verdict']} "
+                f"against {rr['target_pct']:g} %; resolution {rr['resolution']}"
+            )
         console.print(f"report: {rep.markdown}")

@@ -1,82 +1,57 @@
-"""CUDA graphs of a program's step: capture one call, list its kernel nodes, replay it with nodes switched off.
+"""CUDA graphs of a program's step: capture one call, list its nodes, replay it with nodes switched off.
 
 PyTorch's capture (``torch.cuda.CUDAGraph(keep_graph=True)``) gives the graph and its
-executable; the driver's ``cuGraphNodeSetEnabled`` then switches kernel, copy and memset nodes
-of the executable on and off between replays (cuda-bindings). Node enable flags change only
-what the GPU runs: a disabled kernel leaves its output buffers as the last replay left them,
-and the kernels after it read those stale values (docs/replay.md).
+executable. Nodes are switched in one of three ways (:data:`SWITCH_MODES`, tried in this order
+by ``measurement.attribute.replay_switch``):
+
+- ``toggle``: ``cuGraphNodeSetEnabled`` on PyTorch's executable, between replays;
+- ``toggle+optin``: the same on an executable of our own, instantiated after every
+  cluster-launched kernel's function was allowed non-portable cluster sizes and its node given
+  an explicit cluster-dimension attribute; a node that refuses to be enabled again gets its
+  parameters re-applied (``cuGraphExecKernelNodeSetParams``) and one more try;
+- ``rebuild``: an executable per set of enabled nodes, instantiated from a clone of the graph
+  in which the switched-off nodes are empty nodes that keep their edges (no node is toggled).
+
+A switched-off node leaves its output buffers as the last replay left them, and the kernels
+after it read those stale values (docs/replay.md). Everything that touches the driver is here
+and in :mod:`archline.hw.graph_nodes`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from archline.errors import ArchlineError, InputError
+from archline.errors import InputError
+from archline.hw.graph_nodes import (
+    CLUSTER_ERROR,
+    GraphError,
+    GraphNode,
+    SwitchError,
+    build_without,
+    check,
+    cluster_opt_in,
+    describe_node,
+    driver,
+    error_text,
+    instantiate,
+    list_nodes,
+    restore_clusters,
+)
 
-__all__ = ["GraphNode", "TorchGraph", "capture_torch"]
+__all__ = ["SWITCH_MODES", "GraphError", "GraphNode", "SwitchError", "TorchGraph", "capture_torch"]
 
+#: Ways of switching nodes off, in the order they are tried.
+SWITCH_MODES = ("toggle", "toggle+optin", "rebuild")
 
-class GraphError(ArchlineError):
-    """A step that cannot be captured or replayed as a CUDA graph (one line, exit 2)."""
-
-    exit_code = 2
-
-
-@dataclass(frozen=True)
-class GraphNode:
-    """One node of a captured graph that can be switched off: its position, kind and kernel name."""
-
-    index: int
-    kind: str  # kernel, memcpy, memset
-    name: str
-
-
-def _driver() -> Any:
-    from cuda.bindings import driver
-
-    return driver
-
-
-def _check(res: Any, what: str) -> Any:
-    """cuda-bindings returns (error, values...): raise on error, else the values."""
-    err, *rest = res if isinstance(res, tuple) else (res,)
-    d = _driver()
-    if int(err) != int(d.CUresult.CUDA_SUCCESS):
-        _, msg = d.cuGetErrorString(err)
-        text = msg.decode() if isinstance(msg, bytes) else str(msg)
-        raise GraphError(f"{what}: CUDA error {int(err)} ({text})")
-    return rest[0] if len(rest) == 1 else tuple(rest)
-
-
-def _nodes(graph: Any) -> tuple[list[Any], list[GraphNode]]:
-    d = _driver()
-    _, n = _check(d.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")
-    handles, _ = _check(d.cuGraphGetNodes(graph, n), "cuGraphGetNodes")
-    kinds = {
-        d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL: "kernel",
-        d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMCPY: "memcpy",
-        d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMSET: "memset",
-    }
-    keep: list[Any] = []
-    out: list[GraphNode] = []
-    for h in handles:
-        kind = kinds.get(_check(d.cuGraphNodeGetType(h), "cuGraphNodeGetType"))
-        if kind is None:
-            continue  # event, host, empty or child-graph nodes cannot be switched off
-        name = kind
-        if kind == "kernel":
-            params = _check(d.cuGraphKernelNodeGetParams(h), "cuGraphKernelNodeGetParams")
-            raw = _check(d.cuFuncGetName(params.func), "cuFuncGetName")
-            name = raw.decode() if isinstance(raw, bytes) else str(raw)
-        out.append(GraphNode(len(out), kind, name))
-        keep.append(h)
-    return keep, out
+#: Executables kept for ``rebuild`` (a measurement alternates between a few sets of nodes).
+_REBUILT_KEPT = 3
 
 
 class TorchGraph:
     """One captured PyTorch step, replayable with any subset of its nodes enabled."""
+
+    switch_modes = SWITCH_MODES
 
     def __init__(self, graph: Any, device: int) -> None:
         import torch
@@ -84,27 +59,181 @@ class TorchGraph:
         self._torch = torch
         self._g = graph
         self.device = device
-        d = _driver()
+        d = driver()
         self._graph = d.CUgraph(int(graph.raw_cuda_graph()))
-        self._exec = d.CUgraphExec(int(graph.raw_cuda_graph_exec()))
-        self._handles, self.nodes = _nodes(self._graph)
-        self._enabled = [True] * len(self.nodes)
+        self._torch_exec = d.CUgraphExec(int(graph.raw_cuda_graph_exec()))
+        self._handles, self.nodes = list_nodes(self._graph)
+        self.mode = "toggle"
+        self.notes: list[str] = []
+        self._exec: Any = self._torch_exec
+        self._torch_dirty = False  # a node of PyTorch's executable could not be enabled again
+        self._torch_on = [True] * len(self.nodes)  # PyTorch's executable's enable flags
+        self._enabled = self._torch_on  # those of the executable toggled now
+        self._rebuilt: dict[frozenset[int], Any] = {}
+        self._want: frozenset[int] = frozenset(range(len(self.nodes)))
+        self._written: list[tuple[Any, Any]] = []  # cluster attributes written for toggle+optin
+
+    # -- modes -----------------------------------------------------------------------------
+    def set_switch_mode(self, mode: str) -> None:
+        """Switch nodes the ``mode`` way from now on; every node is enabled afterwards."""
+        if mode not in SWITCH_MODES:
+            raise ValueError(f"unknown switch mode {mode!r}")
+        self._drop_own()
+        restore_clusters(self._written)  # the captured graph as PyTorch left it, for every other way
+        self.mode = mode
+        self._want = frozenset(range(len(self.nodes)))
+        if mode == "toggle":
+            if self._torch_dirty:
+                raise GraphError("PyTorch's executable of the step has a node that could not be enabled again")
+            self._exec = self._torch_exec
+            self._enabled = self._torch_on
+            self._enable_all_torch()
+        elif mode == "toggle+optin":
+            done = cluster_opt_in(self._handles, self.nodes, self.device, self._written)
+            self.notes.append(
+                f"cluster opt-in: {done['cluster_nodes']} cluster-launched kernel nodes, "
+                f"{done['functions_opted_in']} functions allowed non-portable cluster sizes "
+                f"({done['opt_in_failed']} refused), {done['cluster_dims_written']} node cluster dimensions written"
+            )
+            self._exec = self._instantiate_all()
+            self._enabled = [True] * len(self.nodes)
+        else:
+            self._exec = None
+
+    def _enable_all_torch(self) -> None:
+        d = driver()
+        for i, h in enumerate(self._handles):
+            if not self._enabled[i]:
+                check(d.cuGraphNodeSetEnabled(self._exec, h, 1), "cuGraphNodeSetEnabled")
+                self._enabled[i] = True
+
+    def _instantiate_all(self) -> Any:
+        return instantiate(self._graph, self._handles)
+
+    def _drop_own(self) -> None:
+        d = driver()
+        own = [e for e in self._rebuilt.values()]
+        if self._exec is not None and self._exec is not self._torch_exec and self._exec not in own:
+            own.append(self._exec)
+        for e in own:
+            d.cuGraphExecDestroy(e)
+        self._rebuilt.clear()
+        self._exec = self._torch_exec if self.mode == "toggle" else None
+
+    def close(self) -> None:
+        """Destroy the executables this object instantiated (PyTorch's own stays) and put back what it wrote."""
+        self._drop_own()
+        restore_clusters(self._written)
+
+    # -- switching -------------------------------------------------------------------------
+    def _toggle(self, i: int, on: bool) -> str | None:
+        """Switch node i; None, or why it failed (the node then keeps its state)."""
+        d = driver()
+        h = self._handles[i]
+        err = d.cuGraphNodeSetEnabled(self._exec, h, 1 if on else 0)
+        err = err[0] if isinstance(err, tuple) else err
+        if int(err) == CLUSTER_ERROR and on and self.mode == "toggle+optin" and self.nodes[i].kind == "kernel":
+            params = check(d.cuGraphKernelNodeGetParams(h), "cuGraphKernelNodeGetParams")
+            again = d.cuGraphExecKernelNodeSetParams(self._exec, h, params)
+            if int(again[0] if isinstance(again, tuple) else again) == 0:
+                err = d.cuGraphNodeSetEnabled(self._exec, h, 1)
+                err = err[0] if isinstance(err, tuple) else err
+        if int(err) == 0:
+            self._enabled[i] = on
+            return None
+        return f"{'enable' if on else 'disable'}: {error_text(err)}"
 
     def set_enabled(self, indices: Sequence[int] | None) -> None:
-        """Enable exactly the nodes in ``indices`` (None: every node)."""
-        want = set(range(len(self.nodes)) if indices is None else indices)
-        d = _driver()
-        for i, h in enumerate(self._handles):
+        """Enable exactly the nodes in ``indices`` (None: every node); :class:`SwitchError` names those that
+        could not be switched (the others are)."""
+        want = frozenset(range(len(self.nodes)) if indices is None else indices)
+        if self.mode == "rebuild":
+            self._exec = self._rebuilt_exec(want)
+            self._want = want
+            return
+        failed: dict[int, str] = {}
+        for i in range(len(self.nodes)):
             on = i in want
             if on != self._enabled[i]:
-                _check(d.cuGraphNodeSetEnabled(self._exec, h, 1 if on else 0), "cuGraphNodeSetEnabled")
-                self._enabled[i] = on
+                why = self._toggle(i, on)
+                if why is not None:
+                    failed[i] = why
+                    self._torch_dirty |= on and self._exec is self._torch_exec
+        self._want = want
+        if failed:
+            raise SwitchError(failed)
 
+    def _rebuilt_exec(self, want: frozenset[int]) -> Any:
+        exe = self._rebuilt.pop(want, None)  # kept least recently used first
+        if exe is None:
+            off = [i for i in range(len(self.nodes)) if i not in want]
+            exe = build_without(self._graph, self._handles, off)
+            if len(self._rebuilt) >= _REBUILT_KEPT:
+                oldest = next(iter(self._rebuilt))
+                driver().cuGraphExecDestroy(self._rebuilt.pop(oldest))
+        self._rebuilt[want] = exe
+        return exe
+
+    def check_switchable(self, indices: Sequence[int]) -> dict[int, str]:
+        """Which of ``indices`` cannot be switched off and on again this way, and why; every node is
+        enabled afterwards. :class:`GraphError` when the mode cannot be used at all."""
+        if self.mode == "rebuild":
+            return self._check_rebuild(indices)
+        failed: dict[int, str] = {}
+        for i in indices:
+            why = self._toggle(i, False)
+            if why is None:
+                why = self._toggle(i, True)
+                if why is not None:  # stuck off: start again from a fresh executable
+                    if self._exec is self._torch_exec:
+                        self._torch_dirty = True
+                        raise GraphError(f"node {i} of PyTorch's executable could not be enabled again ({why})")
+                    driver().cuGraphExecDestroy(self._exec)
+                    self._exec = self._instantiate_all()
+                    self._enabled = [True] * len(self.nodes)
+            if why is not None:
+                failed[i] = why
+        return failed
+
+    def _check_rebuild(self, indices: Sequence[int]) -> dict[int, str]:
+        """Instantiate the step with each probe set enabled (all nodes; none of ``indices``; of those only the
+        cluster-launched ones): a node the driver blames is kept and the build tried again (16 times at most)."""
+        failed: dict[int, str] = {}
+        every = set(range(len(self.nodes)))
+        none = every - set(indices)
+        probes = [every, none, none | {i for i in indices if self.nodes[i].cluster_blocks > 1}]
+        for base in probes:
+            for _ in range(16):
+                try:
+                    exe = build_without(self._graph, self._handles, sorted(every - base - set(failed)))
+                except SwitchError as exc:
+                    failed.update(exc.failed)
+                    continue
+                driver().cuGraphExecDestroy(exe)
+                break
+            else:
+                first = next(iter(failed.values()), "?")
+                raise GraphError(f"rebuilding the step failed on more than 16 nodes (first: {first})")
+        return failed
+
+    # -- replay ----------------------------------------------------------------------------
     def replay(self) -> None:
-        self._g.replay()
+        if self._exec is self._torch_exec:
+            self._g.replay()  # PyTorch's replay also advances the step's random-number offsets
+            return
+        if self._exec is None:
+            self._exec = self._rebuilt_exec(self._want)
+        stream = self._torch.cuda.current_stream(self.device).cuda_stream
+        check(driver().cuGraphLaunch(self._exec, stream), "cuGraphLaunch")
 
     def synchronize(self) -> None:
         self._torch.cuda.synchronize(self.device)
+
+    def describe(self, index: int) -> dict[str, Any]:
+        """How node ``index`` launches (grid, block, cluster attributes), for reports of nodes that fail."""
+        n = self.nodes[index]
+        base: dict[str, Any] = {"index": index, "kind": n.kind, "name": n.name, "cluster": list(n.cluster)}
+        return base if n.kind != "kernel" else {**base, **describe_node(self._handles[index])}
 
 
 def capture_torch(step: Callable[[], Any], device: int = 0, warmup: int = 3) -> TorchGraph:

@@ -17,7 +17,8 @@ REPLAY_FILES = {
     "replay.json": "graph replay: the whole step's energy and the sum of the isolated energies",
 }
 
-#: One row per group of nodes: J, s, W; σ columns are 1 σ.
+#: One row per group of nodes: J, s, W; σ columns are 1 σ. A group that could not be measured has no
+#: energies and says why (``reason``); with repeats, each run's energy (``;``-separated) and their spread (%).
 REPLAY_COLUMNS = (
     "group",
     "kind",
@@ -28,6 +29,11 @@ REPLAY_COLUMNS = (
     "mean_power_w",
     "marginal_j",
     "marginal_sigma_j",
+    "measurable",
+    "reason",
+    "run_spread_pct",
+    "run_noise_pct",
+    "energy_runs_j",
 )
 
 

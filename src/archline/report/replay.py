@@ -49,36 +49,55 @@ def read_replay(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def replay_summary_text(s: Mapping[str, Any]) -> str:
-    """The whole step's energy and time, and the sum of the isolated energies against it."""
-    return (
+    """The whole step's energy and time, the sum of the isolated energies against it, how nodes were switched
+    and, with repeats, how well the groups' energies reproduced."""
+    text = (
         f"Whole step: {_f(s.get('step_energy_j'), '.4g')} ± {_f(s.get('step_sigma_j'), '.2g')} J in "
         f"{_f(_ms(s.get('step_time_s')), '.4g')} ms. Sum of the isolated energies: "
         f"{_f(s.get('sum_isolated_j'), '.4g')} ± {_f(s.get('sum_isolated_sigma_j'), '.2g')} J "
         f"({_f(s.get('sum_vs_step_pct'), '+.2f')} % of the step)."
     )
+    sw = s.get("switching") or {}
+    if sw.get("mode"):
+        stuck = sw.get("not_switchable_nodes") or 0
+        text += f" Nodes switched by '{sw['mode']}'" + (f" ({stuck} nodes could not be)." if stuck else ".")
+    rep = s.get("reproducibility") or {}
+    if rep:
+        text += (
+            f" Over {s.get('repeats')} runs the groups' energies spread by {_f(rep.get('median_spread_pct'), '.2f')} % "
+            f"(median) and {_f(rep.get('max_spread_pct'), '.2f')} % at most ({rep.get('worst_group')}): "
+            f"{rep.get('verdict')} against {_f(rep.get('target_pct'), 'g')} %; resolution {rep.get('resolution')}."
+        )
+    return text
 
 
 def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -> Table:
-    """One row per kernel group: nodes per step, time, isolated energy ± σ, power, marginal energy ± σ."""
-    cells = tuple(
-        (
+    """One row per kernel group: nodes per step, time, isolated energy ± σ, power, marginal energy ± σ; with
+    repeats the run-to-run spread, and for a group not measured, why."""
+    spread = any(r.get("run_spread_pct") not in (None, "") for r in rows)
+    why = any(r.get("reason") not in (None, "") for r in rows)
+    cells = []
+    for r in rows:
+        cell = [
             str(r["group"]),
             str(r["nodes_per_step"]),
             _f(_ms(r["time_s"]), ".4g"),
-            f"{_f(r['energy_j'], '.4g')} ± {_f(r['energy_sigma_j'], '.2g')}",
+            "—"
+            if r.get("energy_j") in (None, "")
+            else f"{_f(r['energy_j'], '.4g')} ± {_f(r['energy_sigma_j'], '.2g')}",
             _f(r["mean_power_w"], ".0f"),
             "—"
             if r.get("marginal_j") in (None, "")
             else f"{_f(r['marginal_j'], '.4g')} ± {_f(r['marginal_sigma_j'], '.2g')}",
-        )
-        for r in rows
-    )
-    return Table(
-        ("group", "nodes/step", "time (ms)", "isolated energy (J)", "power (W)", "marginal energy (J)"),
-        cells,
-        caption="Per replay of the step; σ is 1 σ",
-        notes=tuple(notes),
-    )
+        ]
+        if spread:
+            cell.append(_f(r.get("run_spread_pct"), ".2f"))
+        if why:
+            cell.append(str(r.get("reason") or ""))
+        cells.append(tuple(cell))
+    header = ["group", "nodes/step", "time (ms)", "isolated energy (J)", "power (W)", "marginal energy (J)"]
+    header += ["run-to-run spread (%)"] * spread + ["not measured because"] * why
+    return Table(tuple(header), tuple(cells), caption="Per replay of the step; σ is 1 σ", notes=tuple(notes))
 
 
 def render_replay(run: RunDir, out_dir: Path) -> RenderedReport:

@@ -4,21 +4,42 @@ The reference measurement of a real program's kernels (issue 13). One call of th
 CUDA graph; replaying it with only one group of kernel nodes enabled measures that group in
 isolation, with only that group disabled measures its marginal cost. Each replay is measured
 like any short call (:func:`~archline.measurement.api.measure_callable`: repetitions at spread
-phases of the sensor). The sum of the isolated energies is checked against the whole step.
+phases of the sensor). The sum of the isolated energies is checked against the whole step, and
+with ``repeats`` the whole measurement is done several times to see how well it reproduces.
+
+Nodes that the driver will not switch (replay_switch.py) stay enabled in every replay with the
+memsets; their groups are reported as not measurable, and every other group's isolated energy
+is then its replay with them less their replay alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from archline.core.frames import Tabular
 from archline.core.readings import Clock
-from archline.hw.graph import GraphNode
+from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
+from archline.measurement.attribute.replay_stats import (
+    CallMeasure,
+    Energy,
+    mean_of_runs,
+    reproducibility,
+    run_spread_pct,
+)
+from archline.measurement.attribute.replay_switch import (
+    ReplayableGraph,
+    Switching,
+    blocked_groups,
+    choose_switching,
+)
 
 __all__ = [
+    "PINNED",
+    "REST",
     "ReplayResult",
     "ReplayRow",
     "ReplayableGraph",
@@ -30,40 +51,22 @@ __all__ = [
 
 #: The rest of the step's nodes, measured as one group so the isolated energies add up to the step.
 REST = "[all other nodes]"
+#: The groups whose nodes cannot be switched, enabled in every replay and measured together.
+PINNED = "[groups not switchable]"
 
-
-class ReplayableGraph(Protocol):
-    """A captured step: its switchable nodes, and replay with a chosen subset enabled."""
-
-    @property
-    def nodes(self) -> Sequence[GraphNode]: ...
-
-    def set_enabled(self, indices: Sequence[int] | None) -> None: ...
-
-    def replay(self) -> None: ...
-
-    def synchronize(self) -> None: ...
-
-
-class CallMeasure(Protocol):
-    """What measures one call: energy (J) and its 1 σ, time (s) and mean power (W) per call."""
-
-    @property
-    def energy_j(self) -> float: ...
-
-    @property
-    def energy_uncertainty_j(self) -> float: ...
-
-    @property
-    def time_s(self) -> float: ...
-
-    @property
-    def mean_power_w(self) -> float: ...
+#: Called before each replay that is measured or timed: (group, what), what being timing, whole,
+#: base, alone, without or rest. Lets a caller learn which replay lost the CUDA context.
+TrialHook = Callable[[str, str], None]
 
 
 @dataclass(frozen=True)
 class ReplayRow:
-    """One group of nodes (a kernel name, or copies, or memsets). J, s, W; σ is 1 σ."""
+    """One group of nodes (a kernel name, or copies, or memsets). J, s, W; σ is 1 σ.
+
+    A row that is not ``measurable`` has NaN energies and says why in ``reason``. With repeats,
+    ``energy_runs_j`` holds each run's isolated energy, ``run_spread_pct`` their range in % of
+    their mean, and ``run_noise_pct`` the range the reported σ alone would give.
+    """
 
     group: str
     kind: str
@@ -74,9 +77,19 @@ class ReplayRow:
     mean_power_w: float
     marginal_j: float | None = None
     marginal_sigma_j: float | None = None
+    measurable: bool = True
+    reason: str = ""
+    energy_runs_j: tuple[float, ...] = ()
+    run_spread_pct: float | None = None
+    run_noise_pct: float | None = None
 
     def to_row(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        for k, v in out.items():
+            if isinstance(v, float) and not math.isfinite(v):
+                out[k] = None
+        out["energy_runs_j"] = ";".join(f"{e:.6g}" for e in self.energy_runs_j)
+        return out
 
 
 @dataclass
@@ -89,6 +102,10 @@ class ReplayResult(Tabular):
     rows: list[ReplayRow] = field(default_factory=list)
     groups: int = 0
     notes: list[str] = field(default_factory=list)
+    repeats: int = 1
+    step_runs_j: list[float] = field(default_factory=list)
+    switching: dict[str, Any] = field(default_factory=dict)
+    target_pct: float = 3.0
 
     def table_rows(self) -> list[dict[str, Any]]:
         """Each group's isolated energy (J, 1 σ), time (s) and marginal energy, for ``.to_pandas()``."""
@@ -99,19 +116,32 @@ class ReplayResult(Tabular):
 
     @property
     def kernels(self) -> list[ReplayRow]:
-        return [r for r in self.rows if r.group != REST]
+        return [r for r in self.rows if r.group not in (REST, PINNED) and r.measurable]
+
+    @property
+    def not_measurable(self) -> list[ReplayRow]:
+        return [r for r in self.rows if not r.measurable]
+
+    @property
+    def _measured(self) -> list[ReplayRow]:
+        return [r for r in self.rows if r.measurable and math.isfinite(r.energy_j)]
 
     @property
     def sum_isolated_j(self) -> float:
-        return sum(r.energy_j for r in self.rows)
+        return sum(r.energy_j for r in self._measured)
 
     @property
     def sum_isolated_sigma_j(self) -> float:
-        return math.sqrt(sum(r.energy_sigma_j**2 for r in self.rows))
+        return math.sqrt(sum(r.energy_sigma_j**2 for r in self._measured))
 
     @property
     def sum_vs_step_pct(self) -> float:
         return (self.sum_isolated_j / self.step_energy_j - 1.0) * 100.0 if self.step_energy_j else math.nan
+
+    @property
+    def reproducibility(self) -> dict[str, Any] | None:
+        """Run-to-run spread of every measured group over the repeats, against ``target_pct`` (None: one run)."""
+        return reproducibility([(r.group, r.run_spread_pct, r.run_noise_pct) for r in self._measured], self.target_pct)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -122,6 +152,12 @@ class ReplayResult(Tabular):
             "sum_isolated_j": self.sum_isolated_j,
             "sum_isolated_sigma_j": self.sum_isolated_sigma_j,
             "sum_vs_step_pct": self.sum_vs_step_pct,
+            "repeats": self.repeats,
+            "step_runs_j": list(self.step_runs_j),
+            "step_run_spread_pct": run_spread_pct(self.step_runs_j),
+            "reproducibility": self.reproducibility,
+            "not_measurable": {r.group: r.reason for r in self.not_measurable},
+            "switching": dict(self.switching),
             "notes": list(self.notes),
         }
 
@@ -143,21 +179,115 @@ def kept_nodes(nodes: Sequence[GraphNode]) -> list[int]:
     return [n.index for n in nodes if n.kind == "memset"]
 
 
-def _time_groups(
-    graph: ReplayableGraph, groups: dict[str, list[int]], keep: list[int], clock: Clock, replays: int
-) -> dict[str, float]:
-    """Seconds per replay with only each group enabled (host timer around synchronised replays)."""
-    out: dict[str, float] = {}
-    for name, idx in groups.items():
-        graph.set_enabled(idx + keep)
-        graph.replay()
-        graph.synchronize()
+@dataclass
+class _Plan:
+    """Groups, the nodes enabled in every replay (``base``: memsets and blocked groups), what is measured."""
+
+    groups: dict[str, list[int]]
+    keep: list[int]
+    blocked: dict[str, str]
+    base: list[int]
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def measurable(self) -> list[str]:
+        return [g for g in self.groups if g not in self.blocked and g not in self.failed]
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self.blocked)
+
+
+def _plan(graph: ReplayableGraph, excluded: Mapping[str, str]) -> tuple[_Plan, Switching]:
+    groups = group_nodes(graph.nodes)
+    keep = kept_nodes(graph.nodes)
+    switching = choose_switching(graph, [i for idx in groups.values() for i in idx])
+    blocked = blocked_groups(groups, switching.not_switchable, excluded)
+    base = keep + [i for g in blocked for i in groups[g]]
+    return _Plan(groups, keep, blocked, base), switching
+
+
+class _Trials:
+    """Runs and measures replays with chosen nodes enabled; a group whose switching fails is set aside."""
+
+    def __init__(
+        self, graph: ReplayableGraph, measure: Callable[[Callable[[], None]], CallMeasure], hook: TrialHook | None
+    ) -> None:
+        self.graph, self.measure, self.hook = graph, measure, hook
+
+    def run(self, group: str, what: str, nodes: Sequence[int] | None) -> Energy:
+        if self.hook is not None:
+            self.hook(group, what)
+        self.graph.set_enabled(nodes)
+        return Energy.of(self.measure(self.graph.replay))
+
+    def time(self, group: str, nodes: Sequence[int], clock: Clock, replays: int) -> float:
+        """Seconds per replay (host timer around synchronised replays)."""
+        if self.hook is not None:
+            self.hook(group, "timing")
+        self.graph.set_enabled(nodes)
+        self.graph.replay()
+        self.graph.synchronize()
         t0 = clock.now_s()
         for _ in range(replays):
-            graph.replay()
-        graph.synchronize()
-        out[name] = (clock.now_s() - t0) / replays
+            self.graph.replay()
+        self.graph.synchronize()
+        return (clock.now_s() - t0) / replays
+
+
+def _time_groups(t: _Trials, plan: _Plan, clock: Clock, replays: int) -> dict[str, float]:
+    """Each measurable group's time per replay with only it enabled (beyond the base's own time)."""
+    base_s = t.time(PINNED, plan.base, clock, replays) if plan.pinned else 0.0
+    out: dict[str, float] = {}
+    for name in plan.measurable:
+        try:
+            out[name] = max(t.time(name, plan.groups[name] + plan.base, clock, replays) - base_s, 0.0)
+        except SwitchError as exc:
+            plan.failed[name] = f"switching failed: {exc}"
     return out
+
+
+def _measure_repeat(
+    t: _Trials, plan: _Plan, chosen: list[str], others: list[int], marginal: bool
+) -> tuple[Energy, Energy | None, dict[str, tuple[Energy, Energy | None]], Energy | None]:
+    """One pass: whole step, base, each chosen group alone (and without it), the rest."""
+    whole = t.run("[whole step]", "whole", None)
+    base = t.run(PINNED, "base", plan.base) if plan.pinned else None
+    every = [i for idx in plan.groups.values() for i in idx]
+    per: dict[str, tuple[Energy, Energy | None]] = {}
+    for name in chosen:
+        if name in plan.failed:
+            continue
+        idx = plan.groups[name]
+        try:
+            iso = t.run(name, "alone", idx + plan.base)
+            marg = None
+            if marginal:
+                own = set(idx)
+                marg = whole.minus(t.run(name, "without", [i for i in every if i not in own] + plan.keep))
+        except SwitchError as exc:
+            plan.failed[name] = f"switching failed: {exc}"
+            continue
+        per[name] = (iso.minus(base) if base is not None else iso, marg)
+    rest = None
+    if others:
+        r = t.run(REST, "rest", others + plan.base)
+        rest = r.minus(base) if base is not None else r
+    return whole, base, per, rest
+
+
+def _row(name: str, kind: str, nodes: int, runs: Sequence[Energy], marg: Sequence[Energy] = ()) -> ReplayRow:
+    e, spread, noise = mean_of_runs(runs)
+    m = mean_of_runs(marg)[0] if marg else None
+    return ReplayRow(
+        name, kind, nodes, e.time_s, e.energy_j, e.sigma_j, e.power_w,
+        None if m is None else m.energy_j, None if m is None else m.sigma_j,
+        energy_runs_j=tuple(r.energy_j for r in runs), run_spread_pct=spread, run_noise_pct=noise,
+    )  # fmt: skip
+
+
+def _unmeasured(name: str, kind: str, nodes: int, reason: str) -> ReplayRow:
+    return ReplayRow(name, kind, nodes, math.nan, math.nan, math.nan, math.nan, measurable=False, reason=reason)
 
 
 def replay_energy(
@@ -168,60 +298,79 @@ def replay_energy(
     top: int = 8,
     marginal: bool = True,
     timing_replays: int = 10,
+    repeats: int = 1,
+    exclude: Mapping[str, str] | None = None,
+    on_trial: TrialHook | None = None,
+    target_pct: float = 3.0,
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups by isolated time, and of the rest.
 
     ``measure(fn)`` measures one call of ``fn`` (a replay); the graph's enable flags are set
-    before each measurement and every node is enabled again at the end.
+    before each measurement and every node is enabled again at the end. The groups to measure
+    are chosen once; then the whole measurement runs ``repeats`` times. ``exclude`` (group →
+    why) keeps groups out, enabled in every replay like nodes that cannot be switched.
     """
     if top < 1:
         raise ValueError("top must be at least 1")
-    groups = group_nodes(graph.nodes)
-    keep = kept_nodes(graph.nodes)
+    if repeats < 1:
+        raise ValueError("repeats must be at least 1")
+    plan, switching = _plan(graph, exclude or {})
+    t = _Trials(graph, measure, on_trial)
     try:
-        graph.set_enabled(None)
-        whole = measure(graph.replay)
-        times = _time_groups(graph, groups, keep, clock, timing_replays)
-        chosen = sorted(groups, key=lambda g: -times[g])[:top]
-        res = ReplayResult(whole.energy_j, whole.energy_uncertainty_j, whole.time_s, groups=len(groups))
-        all_idx = [i for idx in groups.values() for i in idx]
+        times = _time_groups(t, plan, clock, timing_replays)
+        chosen = sorted(plan.measurable, key=lambda g: -times[g])[:top]
+        others = [i for g in plan.measurable if g not in chosen for i in plan.groups[g]]
+        passes = [_measure_repeat(t, plan, chosen, others, marginal) for _ in range(repeats)]
+        whole, _, _ = mean_of_runs([p[0] for p in passes])
+        res = ReplayResult(
+            whole.energy_j, whole.sigma_j, whole.time_s, groups=len(plan.groups), repeats=repeats,
+            step_runs_j=[p[0].energy_j for p in passes], switching=switching.summary(), target_pct=target_pct,
+        )  # fmt: skip
         for name in chosen:
-            idx = groups[name]
-            graph.set_enabled(idx + keep)
-            iso = measure(graph.replay)
-            m = ms = None
-            if marginal:
-                graph.set_enabled([i for i in all_idx if i not in set(idx)] + keep)
-                rest = measure(graph.replay)
-                m = whole.energy_j - rest.energy_j
-                ms = math.hypot(whole.energy_uncertainty_j, rest.energy_uncertainty_j)
-            kind = graph.nodes[idx[0]].kind
-            res.rows.append(
-                ReplayRow(
-                    name, kind, len(idx), iso.time_s, iso.energy_j, iso.energy_uncertainty_j, iso.mean_power_w, m, ms
-                )
-            )
-        others = [i for name, idx in groups.items() if name not in chosen for i in idx]
-        if others:
-            graph.set_enabled(others + keep)
-            r = measure(graph.replay)
-            res.rows.append(
-                ReplayRow(REST, "mixed", len(others), r.time_s, r.energy_j, r.energy_uncertainty_j, r.mean_power_w)
-            )
-        covered = sum(times[g] for g in chosen) / max(sum(times.values()), 1e-12)
-        res.notes.append(
-            f"{len(chosen)} of {len(groups)} groups measured one by one ({covered:.0%} of the isolated time); "
-            "the rest as one group"
-        )
-        res.notes.append(
-            "isolated energies are board energy per replay with only that group's nodes enabled, its idle "
-            "share included; marginal = step − step without the group"
-        )
-        if keep:
-            res.notes.append(f"the step's {len(keep)} memsets stay enabled in every replay (counters and workspaces)")
+            got = [p[2][name] for p in passes if name in p[2]]
+            if name in plan.failed or len(got) < repeats:
+                continue
+            kind, n = graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name])
+            margs = [m for _, m in got if m is not None]
+            res.rows.append(_row(name, kind, n, [iso for iso, _ in got], margs))
+        rests = [p[3] for p in passes if p[3] is not None]
+        if rests:
+            res.rows.append(_row(REST, "mixed", len(others), rests))
+        if plan.pinned:
+            bases = [p[1] for p in passes if p[1] is not None]
+            pinned_nodes = len(plan.base) - len(plan.keep)
+            res.rows.append(_row(PINNED, "mixed", pinned_nodes, bases))
+        for name, why in {**plan.blocked, **plan.failed}.items():
+            res.rows.append(_unmeasured(name, graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name]), why))
+        res.notes += _notes(plan, switching, chosen, times, repeats)
         return res
     finally:
-        graph.set_enabled(None)
+        with contextlib.suppress(GraphError):  # a node stuck off: the caller drops this graph anyway
+            graph.set_enabled(None)
+
+
+def _notes(plan: _Plan, switching: Switching, chosen: list[str], times: dict[str, float], repeats: int) -> list[str]:
+    measurable = plan.measurable
+    covered = sum(times.get(g, 0.0) for g in chosen) / max(sum(times.values()), 1e-12)
+    notes = [
+        f"{len(chosen)} of {len(measurable)} measurable groups measured one by one ({covered:.0%} of the isolated "
+        "time); the rest as one group",
+        "isolated energies are board energy per replay with only that group's nodes enabled, its idle "
+        "share included; marginal = step − step without the group",
+        switching.note(),
+    ]
+    if plan.keep:
+        notes.append(f"the step's {len(plan.keep)} memsets stay enabled in every replay (counters and workspaces)")
+    if plan.blocked:
+        notes.append(
+            f"{len(plan.blocked)} groups cannot be switched and stay enabled in every replay ('{PINNED}', measured "
+            "alone with the memsets); each other group's isolated energy is its replay with them less theirs"
+        )
+    if plan.failed:
+        notes.append(f"{len(plan.failed)} groups failed to switch during the measurement and are not measured")
+    if repeats > 1:
+        notes.append(f"the whole measurement ran {repeats} times on one capture; energies are the runs' mean")
+    return notes
 
 
 def run_replay(
@@ -233,6 +382,10 @@ def run_replay(
     out: Any = None,
     force: bool = False,
     max_total_s: float = 3.0,
+    repeats: int = 1,
+    target_rel_error: float = 0.02,
+    exclude: Mapping[str, str] | None = None,
+    on_trial: TrialHook | None = None,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -240,7 +393,8 @@ def run_replay(
     ``replay.json``, the manifest with the board and its state).
     """
     from archline.core.readings import SystemClock
-    from archline.hw.graph import GraphError, capture_torch
+    from archline.errors import ArchlineError
+    from archline.hw.graph import capture_torch
     from archline.hw.nvml import device_state, device_static
     from archline.measurement.api import measure_callable
     from archline.records import Manifest, RunDir
@@ -253,10 +407,20 @@ def run_replay(
     graph = capture_torch(step, gpu)
 
     def measure(fn: Callable[[], None]) -> CallMeasure:
-        return measure_callable(fn, gpu=gpu, target_rel_error=0.02, max_total_s=max_total_s, sync=graph.synchronize)
+        return measure_callable(
+            fn, gpu=gpu, target_rel_error=target_rel_error, max_total_s=max_total_s, sync=graph.synchronize
+        )
 
     try:
-        res = replay_energy(graph, measure, SystemClock(), top=top, marginal=marginal)
+        res = replay_energy(
+            graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
+            on_trial=on_trial,
+        )  # fmt: skip
+        res.notes += graph.notes
+    except ArchlineError as exc:
+        if rd is not None:
+            rd.finish("failed", notes=(f"replay failed: {exc}",))
+        raise
     except RuntimeError as exc:  # the CUDA context is lost: a kernel read what a disabled node left behind
         if rd is not None:
             rd.finish("failed", notes=(f"replay failed: {exc}",))
@@ -266,6 +430,8 @@ def run_replay(
             "switched-off node would have written (buffers the graph reuses, pointer or index arrays); "
             "graph replay cannot isolate this step's kernels (docs/replay.md)"
         ) from None
+    finally:
+        graph.close()
     if rd is not None:
         write_replay(rd, [r.to_row() for r in res.rows], res.summary())
         rd.finish("complete", state_after=device_state(gpu), notes=tuple(res.notes))

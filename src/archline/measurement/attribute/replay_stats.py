@@ -1,0 +1,114 @@
+"""Graph replay's arithmetic: energies of replays and their differences, repeats, run-to-run reproducibility."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["CallMeasure", "Energy", "mean_of_runs", "reproducibility", "run_spread_pct"]
+
+#: Mean range of n standard normal draws (d2 of quality control): a spread's expectation from noise alone.
+_D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
+
+
+class CallMeasure(Protocol):
+    """What measures one call: energy (J) and its 1 σ, time (s) and mean power (W) per call."""
+
+    @property
+    def energy_j(self) -> float: ...
+
+    @property
+    def energy_uncertainty_j(self) -> float: ...
+
+    @property
+    def time_s(self) -> float: ...
+
+    @property
+    def mean_power_w(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy per replay (J, 1 σ) and time per replay (s)."""
+
+    energy_j: float
+    sigma_j: float
+    time_s: float
+
+    @classmethod
+    def of(cls, m: CallMeasure) -> Energy:
+        return cls(m.energy_j, m.energy_uncertainty_j, m.time_s)
+
+    def minus(self, other: Energy) -> Energy:
+        """What this replay adds to ``other``'s nodes (a replay of both, less one of ``other``'s alone)."""
+        return Energy(
+            self.energy_j - other.energy_j, math.hypot(self.sigma_j, other.sigma_j), self.time_s - other.time_s
+        )
+
+    @property
+    def power_w(self) -> float:
+        return self.energy_j / self.time_s if self.time_s > 0 else math.nan
+
+
+def run_spread_pct(values: Sequence[float]) -> float | None:
+    """Largest minus smallest of the runs, in % of their mean (None for fewer than two runs)."""
+    if len(values) < 2:
+        return None
+    m = statistics.fmean(values)
+    return (max(values) - min(values)) / abs(m) * 100.0 if m else math.inf
+
+
+def mean_of_runs(runs: Sequence[Energy]) -> tuple[Energy, float | None, float | None]:
+    """The mean of the runs (σ of the mean), their spread (%) and the spread noise alone would give (%)."""
+    n = len(runs)
+    e = statistics.fmean(r.energy_j for r in runs)
+    sd = math.sqrt(sum(r.sigma_j**2 for r in runs)) / n
+    t = statistics.fmean(r.time_s for r in runs)
+    spread = run_spread_pct([r.energy_j for r in runs])
+    noise = None
+    if n >= 2 and e:
+        single = math.sqrt(statistics.fmean(r.sigma_j**2 for r in runs))
+        noise = _D2.get(n, 3.0) * single / abs(e) * 100.0
+    return Energy(e, sd, t), spread, noise
+
+
+def reproducibility(
+    groups: Sequence[tuple[str, float | None, float | None]], target_pct: float = 3.0
+) -> dict[str, Any] | None:
+    """Run-to-run reproducibility of the measured groups, judged against ``target_pct``.
+
+    ``groups``: (name, spread %, expected spread from the reported σ alone %). The spread is the
+    range of a group's energies over the repeats in % of their mean, so it is two-sided: a run
+    3 % low fails as a run 3 % high does. ``verdict`` is ``PASS`` when every group's spread is
+    within the target. Where the measurement's own noise is larger than half the target the
+    test cannot tell much, and ``resolution`` says so. None without repeats.
+    """
+    rows = [(g, s, n) for g, s, n in groups if s is not None and math.isfinite(s)]
+    if not rows:
+        return None
+    spreads = [s for _, s, _ in rows]
+    noises = [n for _, _, n in rows if n is not None and math.isfinite(n)]
+    worst = max(rows, key=lambda r: r[1])
+    outside = [g for g, s, _ in rows if s > target_pct]
+    noise = statistics.median(noises) if noises else None
+    if noise is not None and noise > target_pct / 2:
+        resolution = (
+            f"coarse: the replays' own noise alone gives a median spread of {noise:.2f} %, more than half the "
+            f"{target_pct:g} % target; measure longer (max_total_s) for a sharper test"
+        )
+    else:
+        resolution = "adequate"
+    return {
+        "target_pct": target_pct,
+        "groups": len(rows),
+        "median_spread_pct": statistics.median(spreads),
+        "max_spread_pct": worst[1],
+        "worst_group": worst[0],
+        "groups_outside_target": outside,
+        "median_noise_pct": noise,
+        "verdict": "PASS" if not outside else "FAIL",
+        "resolution": resolution,
+    }
