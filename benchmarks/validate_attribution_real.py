@@ -55,7 +55,7 @@ def make_step(name: str, device: str) -> Any:
 
 
 def loop(name: str, seconds: float, gpu: int = 0) -> int:
-    """The traced program: warm up, then train for ``seconds`` on CUDA device ``gpu``; prints steps and time per step."""
+    """The traced program: warm up, then train for ``seconds`` on CUDA device ``gpu``; prints steps and step time."""
     import torch
 
     step = make_step(name, f"cuda:{gpu}")
