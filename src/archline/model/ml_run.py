@@ -32,6 +32,7 @@ __all__ = [
     "ML_POSTHOC_FILE",
     "ML_POSTHOC_PREDICTIONS_TABLE",
     "ML_PREDICTIONS_TABLE",
+    "ML_TABLE",
     "MlRun",
     "analyze_ml_run",
     "load_ml_model",
