@@ -242,6 +242,11 @@ def test_validate_writes_the_posthoc_files_and_prints_frozen_first(
     head, _, tail = out.partition("POST HOC")
     assert "FROZEN PROTOCOL" in head and "9.3 % (target ≤ 5 %)" in head and "21.5 % (target ≤ 12 %)" in head
     assert POSTHOC_LABEL in tail and "775.2 W" in tail and "7.5 % (target ≤ 5 %)" in tail
+    # docs/roofline.md §10c quotes these summaries as printed.
+    doc = (ROOT / "docs" / "roofline.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## 10c.") : doc.index("## 11.")]
+    summaries = [ln for ln in out.splitlines() if ln.startswith(("calibration:", "heldout:", "cap:", "post hoc held"))]
+    assert len(summaries) == 6 and all(ln in section for ln in summaries)
 
 
 def test_validate_exit_status_is_the_frozen_models(
