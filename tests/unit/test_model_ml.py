@@ -22,99 +22,7 @@ from archline.model.ml import (
     score,
 )
 from archline.model.ml_run import analyze_ml_run, load_ml_model
-from archline.model.parameters import ParameterSet
-from archline.records import write_csv
-
-PI0 = 120.0
-EPS_MEM = 60e-12
-LIMIT = 700.0
-#: The truth: J per counted unit above π0.
-TRUE = {
-    "fp32_flop": 5e-12,
-    "fp64_flop": 12e-12,
-    "tensor_fp64_flop": 4e-12,
-    "l2_byte": 20e-12,
-    "shared_byte": 6e-12,
-    "thread_inst": 3e-12,
-    "l1_byte": 4e-12,
-    "tensor_bf16_flop": 0.35e-12,
-    "tensor_fp16_flop": 0.34e-12,
-    "tensor_fp8_flop": 0.2e-12,
-}
-BENCH = {
-    "fp32_flop": ("operand.fma.fp32", "flops", 2e13),
-    "fp64_flop": ("operand.fma.fp64", "flops", 1e13),
-    "tensor_fp64_flop": ("operand.dmma.fp64", "flops", 5e13),
-    "l2_byte": ("mem.l2.read", "bytes", 5e12),
-    "shared_byte": ("mem.shared.read", "bytes", 2e13),
-    "thread_inst": ("arith.int32.add", "ops", 3e13),
-    "l1_byte": ("mem.l1.read", "bytes", 3e13),
-    "tensor_bf16_flop": ("tensor.wgmma.bf16", "flops", 9e14),
-    "tensor_fp16_flop": ("tensor.wgmma.fp16", "flops", 9e14),
-    "tensor_fp8_flop": ("tensor.wgmma.fp8e4m3", "flops", 1.6e15),
-}
-
-
-def params(sigma: float = 0.0) -> ParameterSet:
-    names = ("eps_s_j", "eps_mem_j_per_b", "pi0_w", "tau_flop_single_s", "tau_mem_s_per_b")
-    values = (5e-12, EPS_MEM, PI0, 1 / 5e13, 1 / 3e12)
-    cov = np.diag([0.0, 0.0, sigma**2, 0.0, 0.0])
-    return ParameterSet(
-        names=names,
-        values=values,
-        covariance=tuple(tuple(float(x) for x in r) for r in cov),
-        precisions=("single",),
-        power_limit_w=LIMIT,
-    )
-
-
-def component_rows(slope: float = 0.2e-12) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    for comp, (name, col, n) in BENCH.items():
-        t = 1.0
-        rows.append({"name": name, "status": "ok", "time_s": t, "energy_j": PI0 * t + TRUE[comp] * n, col: n})
-    # ε(α) = a + b·α through the toggle sweep, with ε(½) equal to the random row's.
-    a = TRUE["tensor_bf16_flop"] - slope * RANDOM_ACTIVITY
-    for pct in (0, 50, 100):
-        n = 9e14
-        e = PI0 + (a + slope * pct / 100) * n
-        rows.append(
-            {"name": f"tensor.wgmma.bf16.toggle-{pct}", "status": "ok", "time_s": 1.0, "energy_j": e, "flops": n}
-        )
-    return rows
-
-
-def true_energy(c: MlCounts, t: float, *, l1: bool = True, inst: bool = False) -> float:
-    e = PI0 * t + EPS_MEM * c.dram_bytes + TRUE["l2_byte"] * max(c.l2_bytes - c.dram_bytes, 0)
-    e += TRUE["shared_byte"] * c.shared_bytes + TRUE["fp32_flop"] * c.flops_fp32 + TRUE["fp64_flop"] * c.flops_fp64
-    e += TRUE["tensor_fp64_flop"] * c.tensor_flops("fp64")
-    e += sum(TRUE[f"tensor_{p}_flop"] * c.tensor_flops(p) for p in ("bf16", "fp16", "fp8"))
-    if l1:
-        e += TRUE["l1_byte"] * max(c.l1_bytes - c.l2_bytes, 0)
-    if inst:
-        e += TRUE["thread_inst"] * c.other_inst
-    return min(e, LIMIT * t)
-
-
-def kernels(rng: np.random.Generator, n: int, group: str) -> list[tuple[MeasuredKernel, MlCounts]]:
-    out = []
-    for i in range(n):
-        kind = i % 3
-        tensor = {"bf16": float(rng.uniform(1e11, 5e11))} if kind == 0 else {}
-        dram = float(rng.uniform(1e8, 5e8))
-        c = MlCounts(
-            name=f"{group}.k{i}",
-            flops_fp32=float(rng.uniform(0, 1e9)),
-            tensor=tensor,
-            dram_bytes=dram,
-            l2_bytes=dram * float(rng.uniform(1.2, 3)),
-            l1_bytes=dram * float(rng.uniform(3, 8)),
-            shared_bytes=float(rng.uniform(0, 1e9)),
-            other_inst=float(rng.uniform(1e8, 1e10)),
-        )
-        t = float(rng.uniform(2e-4, 2e-3))
-        out.append((MeasuredKernel(name=c.name, group=group, time_s=t, energy_j=true_energy(c, t)), c))
-    return out
+from tests.helpers.ml_synth import EPS_MEM, LIMIT, PI0, TRUE, component_rows, kernels, params, write_ml_run_dir
 
 
 def test_components_recovered_and_l1_chosen_on_calibration() -> None:
@@ -195,32 +103,7 @@ def test_ncu_values_to_counts() -> None:
 def _run_dir(tmp: Path) -> Path:
     """A roofline run directory with the tables the ML analysis reads, from the synthetic truth."""
     rng = np.random.default_rng(3)
-    d = tmp / "run"
-    d.mkdir()
-    write_csv(d / "roofline_components.csv", component_rows())
-    (d / "roofline_peaks.json").write_text(json.dumps({"peak_flops_per_s": {"single": 5e13}}))
-    ml, counts = [], []
-    for group, n in (("calibration", 6), ("heldout", 20)):
-        for k, c in kernels(rng, n, group):
-            ml.append({"name": k.name, "group": group, "status": "ok", "time_s": k.time_s, "energy_j": k.energy_j})
-            counts.append(
-                {
-                    "name": c.name,
-                    "ffma": c.flops_fp32 / 2,
-                    "dram_read_b": c.dram_bytes,
-                    "dram_write_b": 0.0,
-                    "l2_b": c.l2_bytes,
-                    "l1_b": c.l1_bytes,
-                    "shared_b": c.shared_bytes,
-                    "thread_inst": c.other_inst + c.flops_fp32 / 2,
-                    "tc_ops_bf16_dst_fp32": c.tensor_flops("bf16"),
-                    "time_ns": k.time_s * 1e9,
-                }
-            )
-    ml.append({"name": "broken", "group": "heldout", "status": "failed"})
-    write_csv(d / "roofline_ml.csv", ml)
-    write_csv(d / "roofline_ml_counts.csv", counts)
-    return d
+    return write_ml_run_dir(tmp / "run", kernels(rng, 6, "calibration") + kernels(rng, 20, "heldout"))
 
 
 def test_run_directory_round_trip_and_cli(tmp_path: Path) -> None:

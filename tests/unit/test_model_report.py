@@ -67,6 +67,7 @@ def test_markdown_contains_the_table_rows(run: Path, rendered: RooflineSection) 
     assert "sgemm.n8192" in md
     assert "target ≤ 10 %" in md
     assert f"![Roofline and arch line]({ROOFLINE_PLOT})" in md
+    assert "Machine-learning kernels" not in md  # no ML kernels in this run: no ML section
 
 
 def test_html_fragment_is_a_section_with_escaped_tables(rendered: RooflineSection) -> None:

@@ -23,6 +23,7 @@ RUNS = {
     "run": "h100/run/cupy-mix",
     "attribute": "h100/run/attribution-validation/mix",
     "run (no raw traces)": "h100/run/duty-check-short/full-0",
+    "roofline (ML model)": "h100/roofline-ml",
 }
 
 _CHECK = """() => {
@@ -67,7 +68,7 @@ def _render(kind: str, out: Path) -> list[str]:
 
     rep = render_run(ROOT / "results" / RUNS[kind], out / kind.replace(" ", "-"))
     pages = [] if rep.html is None else [str(rep.html)]
-    pages += [str(p) for p in rep.files if p.name == "roofline.html"]
+    pages += [str(p) for p in rep.files if p.name == "roofline.html" and str(p) not in pages]
     return pages
 
 

@@ -17,7 +17,9 @@ E = P_lim·T; with a predicted time, T stretches to E_dyn/(P_lim − π0).
 The **protocol** (:func:`calibrate`) is frozen code: it sees only the calibration kernels, picks
 the optional terms (L1, instructions, activity) by their median |error| there, fits η and the
 model's own error (the RMS relative error on calibration), and is then applied unchanged to the
-held-out kernels (:func:`score`).
+held-out kernels (:func:`score`). :func:`calibrate_posthoc` is a variant chosen after that scoring
+(:data:`POSTHOC_LABEL`): the cap at the calibration kernels' observed capped power, and the terms
+chosen on the uncapped calibration kernels.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,6 +39,7 @@ from archline.model.parameters import ParameterSet
 __all__ = [
     "ML_COMPONENT_SOURCES",
     "OPTIONAL_TERMS",
+    "POSTHOC_LABEL",
     "RANDOM_ACTIVITY",
     "TENSOR_PRECISIONS",
     "MeasuredKernel",
@@ -44,7 +47,9 @@ __all__ = [
     "MlModel",
     "MlPrediction",
     "MlScore",
+    "Variant",
     "calibrate",
+    "calibrate_posthoc",
     "counts_from_ncu_values",
     "counts_from_row",
     "score",
@@ -81,6 +86,10 @@ UNIT_CLASS: dict[str, str] = {
     "l1": "memory",
     "shared": "memory",
 }
+#: The protocol: the frozen one of docs/roofline.md §10b, or the post-hoc variant (:func:`calibrate_posthoc`).
+Variant = Literal["frozen", "posthoc-cap"]
+#: How the post-hoc variant is labelled wherever it is written or shown.
+POSTHOC_LABEL = "post hoc: chosen after the frozen protocol was scored on H100 GPU-cab9fa05's held-out kernels"
 _FP_INST = ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul")
 _MEM_INST = ("inst_global_ld", "inst_global_st", "inst_shared_ld", "inst_shared_st", "inst_ldgsts", "inst_tensor_pipe")
 _Z95 = 1.959963984540054
@@ -498,20 +507,8 @@ def _median_abs(x: Sequence[float]) -> float:
     return float(np.median(v)) if v else math.nan
 
 
-def calibrate(m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCounts]]) -> MlModel:
-    """The frozen protocol, on calibration kernels only.
-
-    1. η per class (tensor, CUDA core, memory): the median of T_roofline/T_measured over the
-       calibration kernels the class bounds (1 where none is).
-    2. The optional terms: every subset of :data:`OPTIONAL_TERMS` is scored by the median
-       |energy error| at the measured time; the lowest wins, the smaller subset on a tie
-       (within 0.1 percentage point).
-    3. The model's own error: the RMS relative energy error of the chosen model on the
-       calibration kernels, at measured time and at predicted time, and of the predicted time.
-    """
-    cal = [(k, c) for k, c in kernels if k.group == "calibration"]
-    if not cal:
-        raise InputError("model: no calibration kernels with counts; the protocol needs them")
+def _fit_eta(m: MlModel, cal: Sequence[tuple[MeasuredKernel, MlCounts]]) -> tuple[MlModel, dict[str, list[float]]]:
+    """Step 1: η per class, the median of T_roofline/T_measured over the calibration kernels it bounds."""
     ratios: dict[str, list[float]] = {}
     for k, c in cal:
         t0, unit = m.time_roofline(c)
@@ -520,19 +517,34 @@ def calibrate(m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCounts]]) ->
     eta = {cls: float(np.median(v)) for cls, v in ratios.items()}
     for cls in ("tensor", "cuda", "memory"):
         eta.setdefault(cls, 1.0)
-    m = replace(m, eta=eta)
+    return replace(m, eta=eta), ratios
+
+
+def _choose_terms(
+    m: MlModel, scored: Sequence[tuple[MeasuredKernel, MlCounts]]
+) -> tuple[tuple[str, ...], dict[str, float]]:
+    """Step 2: every subset of the optional terms by its median |error| at measured time on ``scored``."""
     scores: dict[str, float] = {}
     best: tuple[float, int, tuple[str, ...]] | None = None
     for r in range(len(OPTIONAL_TERMS) + 1):
         for subset in itertools.combinations(OPTIONAL_TERMS, r):
             mm = m.with_terms(subset)
-            err = _median_abs([mm.predict(c, measured=k).error_measured_time for k, c in cal])
+            err = _median_abs([mm.predict(c, measured=k).error_measured_time for k, c in scored])
             scores["+".join(subset) or "base"] = err
             key = (round(err, 3), r, subset)
             if best is None or key < best:
                 best = key
     assert best is not None
-    chosen = m.with_terms(best[2])
+    return best[2], scores
+
+
+def _finish(
+    chosen: MlModel,
+    cal: Sequence[tuple[MeasuredKernel, MlCounts]],
+    ratios: Mapping[str, list[float]],
+    scores: Mapping[str, float],
+) -> MlModel:
+    """Step 3: the model's own error on every calibration kernel, and the choices as written."""
     preds = [chosen.predict(c, measured=k, alpha=k.activity) for k, c in cal]
     return replace(
         chosen,
@@ -542,10 +554,79 @@ def calibrate(m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCounts]]) ->
         choices={
             "calibration_kernels": [k.name for k, _ in cal],
             "eta_ratios": {cls: sorted(v) for cls, v in ratios.items()},
-            "term_scores_median_abs_error": scores,
+            "term_scores_median_abs_error": dict(scores),
             "terms": list(chosen.terms),
             "calibration_median_abs_error_measured_time": _median_abs([p.error_measured_time for p in preds]),
             "calibration_median_abs_error_predicted_time": _median_abs([p.error_predicted_time for p in preds]),
+        },
+    )
+
+
+def calibrate(
+    m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCounts]], *, variant: Variant = "frozen"
+) -> MlModel:
+    """The frozen protocol (docs/roofline.md §10b), on calibration kernels only; or, with
+    ``variant="posthoc-cap"``, the post-hoc variant of :func:`calibrate_posthoc`.
+
+    1. η per class (tensor, CUDA core, memory): the median of T_roofline/T_measured over the
+       calibration kernels the class bounds (1 where none is).
+    2. The optional terms: every subset of :data:`OPTIONAL_TERMS` is scored by the median
+       |energy error| at the measured time; the lowest wins, the smaller subset on a tie
+       (within 0.1 percentage point).
+    3. The model's own error: the RMS relative energy error of the chosen model on the
+       calibration kernels, at measured time and at predicted time, and of the predicted time.
+    """
+    if variant == "posthoc-cap":
+        return calibrate_posthoc(m, kernels)
+    if variant != "frozen":
+        raise InputError(f"model: unknown protocol variant {variant!r} (frozen or posthoc-cap)")
+    cal = _calibration(kernels)
+    m, ratios = _fit_eta(m, cal)
+    terms, scores = _choose_terms(m, cal)
+    return _finish(m.with_terms(terms), cal, ratios, scores)
+
+
+def _calibration(kernels: Sequence[tuple[MeasuredKernel, MlCounts]]) -> list[tuple[MeasuredKernel, MlCounts]]:
+    cal = [(k, c) for k, c in kernels if k.group == "calibration"]
+    if not cal:
+        raise InputError("model: no calibration kernels with counts; the protocol needs them")
+    return cal
+
+
+def calibrate_posthoc(m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCounts]]) -> MlModel:
+    """The post-hoc variant (:data:`POSTHOC_LABEL`): the frozen protocol with two changes, on calibration kernels only.
+
+    (a) The cap is the *observed* capped power: the median measured power E/T of the calibration
+        kernels whose uncapped prediction (always-on terms, measured time) exceeds the nominal
+        limit; the nominal limit where none does. The nominal limit stays in ``choices``.
+    (b) The optional terms are scored on the uncapped calibration kernels only (a capped
+        kernel's prediction is P·T whatever the terms); on all of them where every one is capped.
+
+    η and the model's own error are as in the frozen protocol.
+    """
+    cal = _calibration(kernels)
+    nominal = m.power_limit_w
+    base = m.with_terms(())
+    capped = [(k, c) for k, c in cal if base.predict(c, measured=k).cap_active_measured]
+    power_w = {k.name: k.energy_j / k.time_s for k, _ in capped}
+    cap_w = float(np.median(list(power_w.values()))) if power_w else nominal
+    m, ratios = _fit_eta(replace(m, power_limit_w=cap_w), cal)
+    uncapped = [(k, c) for k, c in cal if k.name not in power_w]
+    terms, scores = _choose_terms(m, uncapped or cal)
+    out = _finish(m.with_terms(terms), cal, ratios, scores)
+    return replace(
+        out,
+        choices={
+            **out.choices,
+            "variant": "posthoc-cap",
+            "label": POSTHOC_LABEL,
+            "power_limit_nominal_w": nominal,
+            "capped_power_w": cap_w,
+            "capped_power_source": (
+                f"median E/T of {len(power_w)} capped calibration kernels" if power_w else "nominal limit: none capped"
+            ),
+            "capped_calibration_kernels": power_w,
+            "term_selection_kernels": [k.name for k, _ in (uncapped or cal)],
         },
     )
 

@@ -1,4 +1,5 @@
-"""The ML model of a roofline run directory: read its tables, run the frozen protocol, write and reload the result."""
+"""The ML model of a roofline run directory: read its tables, run the frozen protocol (and, beside it, the post-hoc
+variant), write and reload the result."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from typing import Any
 
 from archline.errors import InputError
 from archline.model.ml import (
+    POSTHOC_LABEL,
     RANDOM_ACTIVITY,
     MeasuredKernel,
     MlCounts,
     MlModel,
     MlScore,
     calibrate,
+    calibrate_posthoc,
     counts_from_row,
     machine,
     score,
@@ -26,16 +29,25 @@ from archline.model.parameters import ParameterSet
 __all__ = [
     "CLASSIC_HELDOUT",
     "ML_MODEL_FILE",
+    "ML_POSTHOC_FILE",
+    "ML_POSTHOC_PREDICTIONS_TABLE",
     "ML_PREDICTIONS_TABLE",
+    "ML_TABLE",
     "MlRun",
     "analyze_ml_run",
     "load_ml_model",
+    "ml_model_json",
+    "ml_prediction_rows",
+    "write_ml_run",
 ]
 
 ML_TABLE = "roofline_ml.csv"
 ML_COUNTS_TABLE = "roofline_ml_counts.csv"
 ML_MODEL_FILE = "roofline_ml_model.json"
 ML_PREDICTIONS_TABLE = "roofline_ml_predictions.csv"
+#: The post-hoc variant's files, written beside the frozen ones (never over them).
+ML_POSTHOC_FILE = "roofline_ml_posthoc.json"
+ML_POSTHOC_PREDICTIONS_TABLE = "roofline_ml_posthoc_predictions.csv"
 #: The five kernels of the earlier held-out set that stay held out; the other classic kernels calibrate.
 CLASSIC_HELDOUT: tuple[str, ...] = (
     "triad.fp32.n134217728",
@@ -47,10 +59,19 @@ CLASSIC_HELDOUT: tuple[str, ...] = (
 
 
 class MlRun:
-    """A run's calibrated ML model and its scores on the calibration and held-out kernels."""
+    """A run's calibrated ML model and its scores on the calibration and held-out kernels; ``posthoc`` is the
+    post-hoc variant's (:func:`archline.model.ml.calibrate_posthoc`), scored on the same kernels."""
 
-    def __init__(self, model: MlModel, calibration: MlScore, heldout: MlScore, notes: list[str]) -> None:
+    def __init__(
+        self,
+        model: MlModel,
+        calibration: MlScore,
+        heldout: MlScore,
+        notes: list[str],
+        posthoc: MlRun | None = None,
+    ) -> None:
         self.model, self.calibration, self.heldout, self.notes = model, calibration, heldout, notes
+        self.posthoc = posthoc
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -109,22 +130,45 @@ def _kernels(d: Path) -> tuple[list[tuple[MeasuredKernel, MlCounts]], list[str]]
 
 
 def analyze_ml_run(run_dir: str | os.PathLike[str], params: ParameterSet, *, write: bool = True) -> MlRun | None:
-    """Calibrate on the run's calibration kernels, score the held-out ones; None if the run has no ML table."""
+    """Calibrate on the run's calibration kernels, score the held-out ones; None if the run has no ML table.
+
+    The frozen protocol gives the run's model; the post-hoc variant is calibrated from the same
+    machine and kernels and returned as ``posthoc``. With ``write``, both are written
+    (:func:`write_ml_run`).
+    """
     d = Path(run_dir)
     if not (d / ML_TABLE).is_file():
         return None
     peaks = json.loads((d / "roofline_peaks.json").read_text()) if (d / "roofline_peaks.json").is_file() else {}
     comps = _read(d / "roofline_components.csv")
     pairs, notes = _kernels(d)
-    m = calibrate(machine(params, comps, dict(peaks.get("peak_flops_per_s", {}))), pairs)
-    cal, held = score(m, pairs, "calibration"), score(m, pairs, "heldout")
+    base = machine(params, comps, dict(peaks.get("peak_flops_per_s", {})))
+    m = calibrate(base, pairs)
+    ph = calibrate_posthoc(base, pairs)
+    posthoc = MlRun(ph, score(ph, pairs, "calibration"), score(ph, pairs, "heldout"), notes)
+    run = MlRun(m, score(m, pairs, "calibration"), score(m, pairs, "heldout"), notes, posthoc)
     if write:
-        from archline.records import atomic_write_text
+        write_ml_run(d, run)
+    return run
 
-        rows = [p.as_row() for p in (*cal.predictions, *held.predictions)]
-        _write_csv(d / ML_PREDICTIONS_TABLE, rows)
-        atomic_write_text(d / ML_MODEL_FILE, json.dumps(_model_json(m, cal, held, notes), indent=1, default=_jd) + "\n")
-    return MlRun(m, cal, held, notes)
+
+def write_ml_run(run_dir: str | os.PathLike[str], run: MlRun, *, frozen: bool = True, posthoc: bool = True) -> None:
+    """Write the frozen model's files (``frozen``) and the post-hoc variant's (``posthoc``, if the run has one)."""
+    from archline.records import atomic_write_text
+
+    d = Path(run_dir)
+    variants = [(run, ML_MODEL_FILE, ML_PREDICTIONS_TABLE)] if frozen else []
+    if posthoc and run.posthoc is not None:
+        variants.append((run.posthoc, ML_POSTHOC_FILE, ML_POSTHOC_PREDICTIONS_TABLE))
+    for r, model_file, table in variants:
+        _write_csv(d / table, ml_prediction_rows(r))
+        text = json.dumps(ml_model_json(r, posthoc=r is not run), indent=1, default=_jd) + "\n"
+        atomic_write_text(d / model_file, text)
+
+
+def ml_prediction_rows(run: MlRun) -> list[dict[str, Any]]:
+    """The rows of the predictions table: the calibration kernels, then the held-out ones."""
+    return [p.as_row() for p in (*run.calibration.predictions, *run.heldout.predictions)]
 
 
 def _jd(o: Any) -> Any:
@@ -158,15 +202,18 @@ def _summary(s: MlScore) -> dict[str, Any]:
     }
 
 
-def _model_json(m: MlModel, cal: MlScore, held: MlScore, notes: list[str]) -> dict[str, Any]:
+def ml_model_json(run: MlRun, *, posthoc: bool = False) -> dict[str, Any]:
+    """The model file's content: the machine, the choices and both summaries (the post-hoc one labelled so)."""
+    head: dict[str, Any] = {"schema": "archline.ml_model", "schema_version": 1}
+    if posthoc:
+        head |= {"variant": "posthoc-cap", "label": POSTHOC_LABEL}
     out: dict[str, Any] = _clean(
         {
-            "schema": "archline.ml_model",
-            "schema_version": 1,
-            "model": asdict(m),
-            "calibration": _summary(cal),
-            "heldout": _summary(held),
-            "notes": notes,
+            **head,
+            "model": asdict(run.model),
+            "calibration": _summary(run.calibration),
+            "heldout": _summary(run.heldout),
+            "notes": run.notes,
         }
     )
     return out

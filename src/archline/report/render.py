@@ -6,14 +6,28 @@ import base64
 import html
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from archline.records import atomic_write_text
-from archline.report.doc import Bullets, Cell, Chart, Document, Figure, Heading, Missing, Para, Raw, SortKey, Table
+from archline.report.doc import (
+    Block,
+    Bullets,
+    Cell,
+    Chart,
+    Document,
+    Figure,
+    Heading,
+    Missing,
+    Para,
+    Raw,
+    SortKey,
+    Table,
+)
 from archline.report.fmt import DASH
 from archline.report.interactive import chart_html, charts_available, page
 
-__all__ = ["to_html", "to_markdown", "write_document"]
+__all__ = ["blocks_html", "blocks_markdown", "to_html", "to_markdown", "write_document"]
 
 _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -57,10 +71,10 @@ def _md_table(t: Table) -> list[str]:
     return lines
 
 
-def to_markdown(doc: Document) -> str:
-    """The document as GitHub-flavoured Markdown; figures are linked by their relative paths."""
-    out: list[str] = [f"# {doc.title}", ""]
-    for b in doc.blocks:
+def blocks_markdown(blocks: Sequence[Block]) -> str:
+    """Blocks as GitHub-flavoured Markdown (no title): for a section inside a page that another renderer builds."""
+    out: list[str] = []
+    for b in blocks:
         if isinstance(b, Heading):
             out += [f"{'#' * max(2, min(6, b.level))} {b.text}", ""]
         elif isinstance(b, Para):
@@ -75,7 +89,12 @@ def to_markdown(doc: Document) -> str:
             out += [f"![{_md_escape(b.caption)}]({b.fallback})", "", f"*{b.caption}*", ""]
         elif isinstance(b, Raw):
             out += [b.markdown.rstrip("\n"), ""]
-    return "\n".join(out).rstrip() + "\n"
+    return "\n".join(out)
+
+
+def to_markdown(doc: Document) -> str:
+    """The document as GitHub-flavoured Markdown; figures are linked by their relative paths."""
+    return f"# {doc.title}\n\n{blocks_markdown(doc.blocks)}".rstrip() + "\n"
 
 
 # --------------------------------------------------------------------------- HTML
@@ -137,15 +156,10 @@ def _html_figure(fig: Figure, base_dir: Path, embed: bool) -> str:
     return f'<figure><img src="{src}" alt="{alt}"><figcaption>{_inline(fig.caption)}</figcaption></figure>'
 
 
-def to_html(doc: Document, base_dir: Path, *, embed_images: bool = True) -> str:
-    """The document as one HTML page (report.interactive.page): inline CSS, images embedded as base64 (or linked),
-    charts drawn by the embedded Vega-Lite script, or their PNG fallback where vl-convert-python is missing."""
-    body: list[str] = [f"<h1>{_inline(doc.title)}</h1>"]
-    interactive = charts_available() and any(
-        isinstance(b, Chart) or (isinstance(b, Raw) and 'class="vl-chart"' in b.html) for b in doc.blocks
-    )
+def _html_blocks(blocks: Sequence[Block], base_dir: Path, embed_images: bool, interactive: bool) -> list[str]:
+    body: list[str] = []
     n_chart = 0
-    for b in doc.blocks:
+    for b in blocks:
         if isinstance(b, Heading):
             lvl = max(2, min(6, b.level))
             body.append(f"<h{lvl}>{_inline(b.text)}</h{lvl}>")
@@ -165,6 +179,22 @@ def to_html(doc: Document, base_dir: Path, *, embed_images: bool = True) -> str:
                 body.append(_html_figure(Figure(b.fallback, b.caption), base_dir, embed_images))
         elif isinstance(b, Raw):
             body.append(b.html)
+    return body
+
+
+def blocks_html(blocks: Sequence[Block], base_dir: Path) -> str:
+    """Blocks as an HTML fragment (images embedded; charts as their PNG fallback), for a section of a page that
+    another renderer builds with :func:`~archline.report.interactive.page` (which adds the sorting script)."""
+    return "\n".join(_html_blocks(blocks, base_dir, True, False))
+
+
+def to_html(doc: Document, base_dir: Path, *, embed_images: bool = True) -> str:
+    """The document as one HTML page (report.interactive.page): inline CSS, images embedded as base64 (or linked),
+    charts drawn by the embedded Vega-Lite script, or their PNG fallback where vl-convert-python is missing."""
+    interactive = charts_available() and any(
+        isinstance(b, Chart) or (isinstance(b, Raw) and 'class="vl-chart"' in b.html) for b in doc.blocks
+    )
+    body = [f"<h1>{_inline(doc.title)}</h1>", *_html_blocks(doc.blocks, base_dir, embed_images, interactive)]
     return page(doc.title, "\n".join(body), with_charts=interactive)
 
 

@@ -8,8 +8,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from archline.errors import RunDirError
+from archline.errors import ArchlineError, RunDirError
 from archline.model.build import MODEL_FILE, SWEEP_TABLE, fit_run_dir
 from archline.model.io import load_model
 from archline.model.reference import CITATION
@@ -19,6 +20,8 @@ from archline.records import RunDir, atomic_write_text
 from archline.report.doc import Chart
 from archline.report.interactive import chart_html, charts_available, page
 from archline.report.registry import RenderedReport
+from archline.report.render import blocks_html, blocks_markdown
+from archline.report.roofline_ml import ml_section
 from archline.report.roofline_plots import plot_power_line, plot_roofline_arch, roofline_chart
 from archline.report.roofline_tables import Table, roofline_tables
 
@@ -84,6 +87,14 @@ def _summary_lines(model: RooflineModel) -> list[str]:
     return lines
 
 
+def _manifest_gpu(d: Path) -> dict[str, Any]:
+    """The run's ``gpu`` record ({} where the manifest cannot be read: the section then names no board)."""
+    try:
+        return dict(RunDir.open(d).manifest.gpu)
+    except ArchlineError:
+        return {}
+
+
 def render_roofline(
     run_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, model: RooflineModel | None = None
 ) -> RooflineSection:
@@ -119,6 +130,9 @@ def render_roofline(
         f"Reference values: {CITATION}.",
         "",
     ]
+    ml = ml_section(d, model.parameters, _manifest_gpu(d))
+    if ml:
+        md += [blocks_markdown(ml)]
     e = html.escape
     frag = [f'<section class="archline-roofline">\n<h2>{e(title)}</h2>\n<p>{e(intro)}</p>']
     frag.append("<ul>" + "".join(f"<li>{e(s)}</li>" for s in summary) + "</ul>")
@@ -129,7 +143,10 @@ def render_roofline(
     else:
         frag.append(_img(out / ROOFLINE_PLOT, "Roofline and arch line"))
     frag.append(_img(out / POWER_PLOT, "Power line"))
-    frag.append(f"<p>Reference values: {e(CITATION)}.</p>\n</section>\n")
+    frag.append(f"<p>Reference values: {e(CITATION)}.</p>")
+    if ml:
+        frag.append(blocks_html(ml, out))
+    frag.append("</section>\n")
     markdown, fragment = "\n".join(md), "\n".join(frag)
     atomic_write_text(out / MARKDOWN_NAME, markdown)
     atomic_write_text(out / HTML_NAME, page(title, fragment))
