@@ -25,7 +25,8 @@
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
 #   probe           benchmarks/replay_probe.py (which node switches a captured step survives)
 #
-# Environment: QUICK=1 passes --quick where a step has it. Wheels of packages the machine lacks
+# Environment: QUICK=1 passes --quick where a step has it. ON_GPU=N runs the replay and attribution
+# steps on GPU N (default 0). SKIP_INSTALL=1 reuses the archline an earlier call installed. Wheels of packages the machine lacks
 # (hatchling to build the wheel, cupti-python, dask...) are taken from .whl/ when present.
 # archline never changes clocks, power limits or persistence mode; neither does this script.
 set -u
@@ -61,7 +62,11 @@ step() {  # step NAME LIMIT_S CMD...: run with a time limit, log, keep going on 
   tail -n "${TAILN:-25}" "$OUT/logs/$name.log"
 }
 
-install >"$OUT/logs/install.log" 2>&1 || { cat "$OUT/logs/install.log"; echo "install failed"; exit 1; }
+if [ "${SKIP_INSTALL:-0}" = 1 ]; then  # an earlier call of this script installed archline into $site
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PATH="$site/bin:$PATH"; echo "archline already in $site" >"$OUT/logs/install.log"
+else
+  install >"$OUT/logs/install.log" 2>&1 || { cat "$OUT/logs/install.log"; echo "install failed"; exit 1; }
+fi
 tail -1 "$OUT/logs/install.log"
 G=${GPU:-$(gpu_name)}; G=${G:-gpu}
 R="$OUT/results/$G"; mkdir -p "$R"
@@ -77,9 +82,9 @@ for s in "$@"; do
     instructions) step instructions 430 archline instructions --shapes full --opt 3,0 --target-s 0.4 -o "$R/instructions" ;;
     roofline) step roofline ${ROOFLINE_LIMIT:-900} archline roofline -o "$R/roofline" ;;
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
-    replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay" \
+    replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay" --gpu ${ON_GPU:-0} \
               --only ${REPLAY_ONLY:-resnet50,transformer} --budget-s ${REPLAY_BUDGET_S:-180} ${REPLAY_ARGS:-} "${q[@]}" ;;
-    attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" "${q[@]}" ;;
+    attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
     model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;

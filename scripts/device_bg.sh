@@ -3,6 +3,7 @@
 # limit goes on between calls (the machine keeps a detached process while it stays warm).
 #
 #   scripts/device_bg.sh start WAIT_S STEP [STEP ...]   start the steps, then wait up to WAIT_S
+#   scripts/device_bg.sh start WAIT_S plan_X             the same with scripts/plan_X.sh
 #   scripts/device_bg.sh wait WAIT_S                     wait up to WAIT_S more
 #
 # Either call prints the running step's last lines; once the steps have ended it copies their
@@ -16,16 +17,17 @@ if [ "$verb" = start ]; then
   # a copy of this checkout: a later call re-sends the working tree under the running job
   cp -a "$here" "$work/src"
   # its own process session, so the job outlives this call
-  setsid bash -c 'cd "$1/src" && OUT="$1/out" scripts/device.sh "${@:2}" >"$1/driver.log" 2>&1; echo $? >"$1/rc"' \
-    bg "$work" "$@" </dev/null >/dev/null 2>&1 &
+  # a first argument plan_X names scripts/plan_X.sh, run instead of device.sh
+  setsid bash -c 'cd "$1/src" || exit; if [ -f "scripts/$2.sh" ] && [[ $2 == plan_* ]]; then c=("scripts/$2.sh"); else c=(scripts/device.sh "${@:2}"); fi
+    OUT="$1/out" "${c[@]}" >"$1/driver.log" 2>&1; echo $? >"$1/rc"' bg "$work" "$@" </dev/null >/dev/null 2>&1 &
 fi
 t0=$(date +%s)
 while [ ! -f "$work/rc" ] && [ $(( $(date +%s) - t0 )) -lt "$wait_s" ]; do sleep 5; done
 echo "=== driver log"; tail -n 40 "$work/driver.log" 2>/dev/null
-for f in "$work"/out/logs/*.log; do [ -f "$f" ] && { echo "=== $f (last lines)"; tail -n 6 "$f"; }; done
+for f in "$work"/out/logs/*.log "$work"/out/*/logs/*.log; do [ -f "$f" ] && { echo "=== $f (last lines)"; tail -n 6 "$f"; }; done
 if [ -f "$work/rc" ]; then
   echo "=== done, rc=$(cat "$work/rc")"
-  cp "$work"/out/*.tar.gz "$work/driver.log" "${OUT:?}/" 2>/dev/null
+  cp "$work"/out/*.tar.gz "$work"/out/all/*.tar.gz "$work/driver.log" "${OUT:?}/" 2>/dev/null
   ls -la "$OUT"
 else
   echo "=== still running after ${wait_s} s"
