@@ -301,7 +301,7 @@ def _finish_file(
     out.clocks.append(clock)
     recs = to_records(raw, clock)
     out.records.extend(recs)
-    proc.records = recs
+    proc.records, proc.clock = recs, clock
     # A duty cycle that never switched off (the automatic one, on a program below its launch
     # rate) traced everything: no traced intervals then, as without a duty cycle.
     if marks and not all(on for _, on in marks):

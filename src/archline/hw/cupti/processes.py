@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from archline.core.activity import ActivityRecord
+from archline.hw.cupti.trace import ClockMap
 
 __all__ = [
     "DEVICE_DTYPE",
@@ -68,8 +69,8 @@ class InjectedDevice:
 class InjectedProcess:
     """One traced CUDA process: its file, pid, launcher variables, devices and activity records.
 
-    ``records`` are on the common clock; ``traced`` are its duty-cycled tracing intervals (None:
-    traced throughout).
+    ``records`` are on the common clock (through ``clock``, its CUPTI-to-host map); ``traced`` are its
+    duty-cycled tracing intervals (None: traced throughout).
     """
 
     file: Path
@@ -78,6 +79,7 @@ class InjectedProcess:
     devices: dict[int, InjectedDevice] = field(default_factory=dict)
     records: list[ActivityRecord] = field(default_factory=list)
     traced: list[tuple[float, float]] | None = None
+    clock: ClockMap | None = None
 
     def _first_int(self, names: tuple[str, ...]) -> int | None:
         for n in names:
