@@ -106,6 +106,7 @@ def print_multi_run(
         for n in run.notes:
             console.print(f"[dim]note:[/] {escape(n)}", markup=True, highlight=False)
         console.print(f"run directory: {run.run_dir.path} (each GPU's own: gpu<i>/)")
+        console.print(f"report: archline report {run.run_dir.path}")
     if code != 0:
         err_console.print(f"[bold red]archline: error:[/] the program exited with status {code}")
         raise typer.Exit(code)

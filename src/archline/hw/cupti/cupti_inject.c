@@ -468,8 +468,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
         break;
       }
       case CUPTI_ACTIVITY_KIND_DEVICE: {
+        /* Dumped again at every attach of a duty cycle: each CUDA-visible device is written once. */
         const DeviceRecord *d = (const DeviceRecord *)rec;
-        write_device(d->id, DEV_FROM_CUPTI, d->isCudaVisible ? 1 : 0, d->uuid.bytes, d->name);
+        int known = d->id < MAX_DEVICES && ((devices_known >> d->id) & 1);
+        if (!(known && d->isCudaVisible))
+          write_device(d->id, DEV_FROM_CUPTI, d->isCudaVisible ? 1 : 0, d->uuid.bytes, d->name);
         continue;
       }
       default:
