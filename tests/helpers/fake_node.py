@@ -11,7 +11,8 @@ kernels on its GPUs, whose sensors report their energy.
 Modes (how a rank's CUDA ordinal relates to the NVML index of the GPU it runs on):
 ``plain``: no CUDA_VISIBLE_DEVICES, rank r uses ordinal r = NVML r; ``swap``: every rank sees
 ``CUDA_VISIBLE_DEVICES=1,0`` and uses ordinal r, so rank 0 runs on NVML 1; ``isolated``: rank r
-sees only NVML ``n-1-r`` as its ordinal 0 (both ranks' device 0 are different GPUs).
+sees only NVML ``n-1-r`` as its ordinal 0 (both ranks' device 0 are different GPUs); ``shared``: every
+rank sees only NVML 0 (the ranks share one GPU, the others stay idle).
 """
 
 from __future__ import annotations
@@ -203,6 +204,8 @@ def launcher(nproc: int, mode: str, blocks: int) -> int:
             env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in reversed(range(nproc)))
         elif mode == "isolated":
             env["CUDA_VISIBLE_DEVICES"] = str(nproc - 1 - r)
+        elif mode == "shared":
+            env["CUDA_VISIBLE_DEVICES"] = "0"
         cmd = [sys.executable, str(HERE), "--worker", "--blocks", str(blocks)]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True))
     ends = []
@@ -220,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", action="store_true")
     ap.add_argument("--nproc", type=int, default=2)
-    ap.add_argument("--mode", choices=("plain", "swap", "isolated"), default="plain")
+    ap.add_argument("--mode", choices=("plain", "swap", "isolated", "shared"), default="plain")
     ap.add_argument("--blocks", type=int, default=24)
     a = ap.parse_args(argv)
     return worker(a.blocks) if a.worker else launcher(a.nproc, a.mode, a.blocks)

@@ -90,6 +90,24 @@ def test_each_gpus_kernels_are_attributed_against_its_own_sensors(node, tmp_path
     assert len(list((out / "raw" / "cupti").glob("cupti-*.bin"))) == 2
 
 
+def test_ranks_sharing_a_gpu_split_its_rows_and_an_idle_gpu_is_measured_whole(node, tmp_path):
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "--gpu", "all", "-o", str(out), "--", *program("shared")], obj=node.deps)
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    procs = rd.read_csv("processes.csv")
+    gpus = {g["gpu"]: g for g in rd.read_csv("gpus.csv")}
+    assert [p["gpus"] for p in procs] == [0, 0] and gpus[0]["ranks"] == "0,1"
+    rows = {r["name"]: r for r in rd.read_csv("kernels.csv") if r["gpu"] == 0}
+    assert rows["gemm_kernel"]["rank"] == "0,1" and rows[NCCL]["comm"] == "nccl"
+    # Each rank's share of the shared rows, by its time in them: together they are the GPU's kernel energy.
+    assert sum(p["kernel_energy_j"] for p in procs) == pytest.approx(gpus[0]["kernel_energy_j"])
+    assert all(p["kernel_energy_j"] > 0 for p in procs)
+    # GPU 1 ran nothing: one [whole program] row, with the reason in its notes.
+    assert gpus[1]["whole_program_only"] is True and gpus[1]["ranks"] is None
+    assert any("no kernel of the program ran on this GPU" in n for n in RunDir.open(out / "gpu1").manifest.notes)
+
+
 def test_terminal_and_json_show_every_gpu_and_the_total(node, tmp_path):
     res = CliRunner().invoke(app, ["run", "--gpu", "0,1", "-o", str(tmp_path / "t"), "--", *program("swap")],
                              obj=node.deps)  # fmt: skip

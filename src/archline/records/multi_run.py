@@ -61,7 +61,7 @@ GPU_COLUMNS: dict[str, tuple[str, str]] = {
     "energy_j": ("J", "the GPU's energy over the analysed span: its energy counter, and the sum of its rows"),
     "kernel_energy_j": ("J", "energy of its kernel, copy and memset rows"),
     "comm_energy_j": ("J", "energy of its NCCL communication rows"),
-    "unattributed_energy_j": ("J", "idle, gaps, untraced time and residual"),
+    "unattributed_energy_j": ("J", "idle, gaps, untraced time and residual (a [whole program] row is neither)"),
     "identifiable_share": ("", "share of kernel energy in rows the data identified (data_weight ≥ 0.8)"),
     "kernel_rows": ("", "kernel, copy and memset rows"),
     "comm_rows": ("", "NCCL rows"),
@@ -96,6 +96,8 @@ PROCESS_COLUMNS: dict[str, tuple[str, str]] = {
 }
 
 _ACTIVITY_KINDS = ("kernel", "memcpy", "memset", "program")
+#: Rows of traced GPU work (a [whole program] row is not: its kernels were not traced).
+_WORK_KINDS = ("kernel", "memcpy", "memset")
 
 
 def gpu_dir_name(index: int) -> str:
@@ -136,10 +138,10 @@ def gpu_summary(result: AttributionResult | None) -> dict[str, Any]:
     """The figures of one GPU's row of ``gpus.csv`` that come from its attribution (NaN/None without one)."""
     if result is None:
         return {"energy_j": math.nan, "kernel_energy_j": math.nan, "comm_energy_j": math.nan}
-    acts = [r for r in result.rows if r.kind in _ACTIVITY_KINDS]
+    acts = [r for r in result.rows if r.kind in _WORK_KINDS]
     comm = [r for r in acts if r.kind == "kernel" and is_communication(r.name)]
     kernel_j = math.fsum(r.energy_j for r in acts)
-    ident_j = math.fsum(r.energy_j for r in acts if r.identifiable and r.kind != "program")
+    ident_j = math.fsum(r.energy_j for r in acts if r.identifiable)
     span = result.span_end_s - result.span_start_s
     return {
         "energy_j": result.total_energy_j,
@@ -147,7 +149,7 @@ def gpu_summary(result: AttributionResult | None) -> dict[str, Any]:
         "comm_energy_j": math.fsum(r.energy_j for r in comm),
         "unattributed_energy_j": math.fsum(r.energy_j for r in result.rows if r.kind not in _ACTIVITY_KINDS),
         "identifiable_share": ident_j / kernel_j if kernel_j > 0 else math.nan,
-        "kernel_rows": sum(1 for r in acts if r.kind != "program"),
+        "kernel_rows": len(acts),
         "comm_rows": len(comm),
         "span_s": span,
         "mean_power_w": result.total_energy_j / span if span > 0 else math.nan,
