@@ -845,6 +845,7 @@ static int start_tracing(void) {
    * A failure costs only the driver fallback (resolve_devices). */
 #if CUPTI_API_VERSION >= 130000
   CUptiResult dev = cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_DEVICE);
+  if (dev != CUPTI_SUCCESS) dev = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
 #else
   CUptiResult dev = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
 #endif
