@@ -108,6 +108,18 @@ def test_ranks_sharing_a_gpu_split_its_rows_and_an_idle_gpu_is_measured_whole(no
     assert any("no kernel of the program ran on this GPU" in n for n in RunDir.open(out / "gpu1").manifest.notes)
 
 
+def test_a_one_gpu_run_keeps_only_the_kernels_that_ran_on_its_gpu(node, tmp_path):
+    # Rank 0 sees only NVML GPU 1, rank 1 only GPU 0 (their own CUDA_VISIBLE_DEVICES): --gpu 0 gets rank 1's.
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "--gpu", "0", "-o", str(out), "--", *program("isolated")], obj=node.deps)
+    assert res.exit_code == 0, res.output
+    rd = RunDir.open(out)
+    rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}
+    truth = [t for t in node.truth if t[0] == 0 and t[1] == "gemm_kernel"]
+    assert rows["gemm_kernel"]["calls"] == len(truth) and {t[6] for t in truth} == {1}
+    assert any("GPU-000000a1, a GPU this run does not measure: left out" in n for n in rd.manifest.notes)
+
+
 def test_terminal_and_json_show_every_gpu_and_the_total(node, tmp_path):
     res = CliRunner().invoke(app, ["run", "--gpu", "0,1", "-o", str(tmp_path / "t"), "--", *program("swap")],
                              obj=node.deps)  # fmt: skip

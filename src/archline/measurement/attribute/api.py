@@ -123,6 +123,8 @@ def nvml_backend(session: Callable[[int], NVMLSession] | None = None, clock: Clo
         return KernelTracer(on_batch=on_batch)
 
     def count() -> int:
+        if session is not None:  # the count the caller's session read (no second NVML initialisation)
+            return session(0).device_count
         from archline.hw.nvml import device_count
 
         return device_count()

@@ -35,6 +35,8 @@ class GpuSplit:
     traced: dict[int, list[Interval] | None]
     clock: dict[int, dict[str, Any] | None]
     notes: list[str]
+    #: Activities on a device that the process's trace names by no UUID (left out).
+    unnamed: int = 0
 
 
 def intersect_intervals(a: Sequence[Interval], b: Sequence[Interval]) -> list[Interval]:
@@ -78,6 +80,7 @@ def split_by_gpu(trace: InjectionTrace, uuids: Mapping[int, str]) -> GpuSplit:
                 used.add(g)
         for g in sorted(used):
             split.processes[g].append(p)
+        split.unnamed += sum(unknown.values())
         for dev, n in sorted(unknown.items()):
             split.notes.append(
                 f"{n} activities of {_who(p)} ran on its CUDA device {dev}, which its trace names by no UUID: "

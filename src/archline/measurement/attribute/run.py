@@ -281,11 +281,32 @@ def _add_injected(a: Attribution, cupti_dir: Path) -> None:
         a.whole_program_only(f"the injection library's output cannot be read ({exc})")
         return
     describe_injection(traced, a.notes, a.info)
-    if traced.records:
-        clock = traced.clocks[0].to_json() if traced.clocks else None
-        a.add_activities(traced.records, clock, traced=traced.traced)
+    records, intervals = traced.records, traced.traced
+    clock = traced.clocks[0].to_json() if traced.clocks else None
+    uuid = _uuid(a)
+    if uuid and traced.records:
+        from archline.measurement.attribute.placement import split_by_gpu
+
+        # Where every device is named by UUID, keep only what ran on this GPU (the program's own
+        # CUDA_VISIBLE_DEVICES may have put work elsewhere); traces without the names are taken whole.
+        split = split_by_gpu(traced, {a.gpu: uuid})
+        if split.unnamed == 0:
+            records, clock, intervals = split.records[a.gpu], split.clock[a.gpu], split.traced[a.gpu]
+            a.notes.extend(split.notes)
+    if records:
+        a.add_activities(records, clock, traced=intervals)
+    elif traced.records:
+        a.whole_program_only(f"no kernel of the program ran on GPU {a.gpu}")
     else:
         a.whole_program_only(no_records_reason(traced))
+
+
+def _uuid(a: Attribution) -> str:
+    """The UUID of the attribution's GPU ("" where the backend cannot say)."""
+    try:
+        return str(a.backend.device_static(a.gpu).get("uuid") or "")
+    except ArchlineError:
+        return ""
 
 
 def no_records_reason(traced: InjectionTrace) -> str:
