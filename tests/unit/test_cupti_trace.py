@@ -325,11 +325,13 @@ def test_injection_library_builds_and_writes_clock_pairs(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     code = f"import ctypes; ctypes.CDLL({str(lib)!r}).InitializeInjection()"
-    env = {**os.environ, **injection_env(lib, out)}
+    env = {**os.environ, **injection_env(lib, out), "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}
     env.pop("CUDA_INJECTION64_PATH")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
     trace = read_injection_output(out)
     assert trace.clocks and abs(trace.clocks[0].offset_s) < 0.01
+    (proc,) = trace.processes
+    assert (proc.rank, proc.local_rank, proc.world_size) == (1, 1, 2) and proc.pid != os.getpid()
 
 
 # The injection library's record handling, driven without a GPU: its source is compiled together
