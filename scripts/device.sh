@@ -23,6 +23,8 @@
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
 #                   training and a decode loop; 5 alternating repetitions)
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
+#   noderun         benchmarks/validate_node.py --only run: archline run --gpu all over a 2-rank torchrun DDP
+#                   transformer job (~20 s): per GPU, its rows vs its own energy counter, kernel and NCCL rows
 #   probe           benchmarks/replay_probe.py (which node switches a captured step survives)
 #
 # Environment: QUICK=1 passes --quick where a step has it. ON_GPU=N runs the replay and attribution
@@ -92,6 +94,7 @@ for s in "$@"; do
     overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps 5 --min-block-s ${OVERHEAD_BLOCK_S:-8} --out /tmp/archline-overhead
               mkdir -p "$R/run/overhead-auto" && cp /tmp/archline-overhead/overhead_summary.json "$OUT/logs/overhead.log" "$R/run/overhead-auto/" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
+    noderun) step noderun 230 python3 "$B/validate_node.py" --out "$R/noderun" --only run --budget-s 220 ;;
     *) echo "unknown step $s"; exit 2 ;;
   esac
 done

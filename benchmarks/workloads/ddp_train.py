@@ -1,8 +1,10 @@
-"""A 2-rank (or N-rank) DDP training job for ``torchrun``: an MLP of bf16 GEMMs, gradients all-reduced by NCCL.
+"""A 2-rank (or N-rank) DDP training job for ``torchrun``: bf16, synthetic data, gradients all-reduced by NCCL.
 
-    torchrun --nproc_per_node 2 benchmarks/workloads/ddp_train.py --seconds 20
+    torchrun --nproc_per_node 2 benchmarks/workloads/ddp_train.py --seconds 20 [--model mlp|transformer]
 
-Each rank trains on its own GPU (LOCAL_RANK) for about ``--seconds`` and prints its step count.
+``mlp``: four bf16 GEMM layers; ``transformer``: a small encoder (6 layers, d_model 1024, sequence 512:
+GEMMs, attention, layer norms, elementwise kernels). Each rank trains on its own GPU (LOCAL_RANK) for
+about ``--seconds`` and prints its step count.
 """
 
 from __future__ import annotations
@@ -25,23 +27,31 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--width", type=int, default=4096)
     ap.add_argument("--batch", type=int, default=8192)
+    ap.add_argument("--model", choices=("mlp", "transformer"), default="mlp")
     a = ap.parse_args()
     rank = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(rank)
     dist.init_process_group("nccl", device_id=torch.device("cuda", rank))
     dev = torch.device("cuda", rank)
-    layers = [m for _ in range(4) for m in (torch.nn.Linear(a.width, a.width), torch.nn.GELU())]
-    model = torch.nn.Sequential(*layers, torch.nn.Linear(a.width, 16)).to(dev, torch.bfloat16)
+    if a.model == "transformer":
+        layer = torch.nn.TransformerEncoderLayer(1024, 16, 4096, dropout=0.0, batch_first=True)
+        model = torch.nn.Sequential(torch.nn.TransformerEncoder(layer, 6), torch.nn.Linear(1024, 16))
+        x = torch.randn(16, 512, 1024, device=dev, dtype=torch.bfloat16)
+        y = torch.randint(0, 16, (16 * 512,), device=dev)
+    else:
+        layers = [m for _ in range(4) for m in (torch.nn.Linear(a.width, a.width), torch.nn.GELU())]
+        model = torch.nn.Sequential(*layers, torch.nn.Linear(a.width, 16))
+        x = torch.randn(a.batch, a.width, device=dev, dtype=torch.bfloat16)
+        y = torch.randint(0, 16, (a.batch,), device=dev)
+    model = model.to(dev, torch.bfloat16)
     ddp = DistributedDataParallel(model, device_ids=[rank])
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
-    x = torch.randn(a.batch, a.width, device=dev, dtype=torch.bfloat16)
-    y = torch.randint(0, 16, (a.batch,), device=dev)
     steps = 0
     # Every rank stops at the same step: rank 0 decides from its clock and broadcasts.
     stop = torch.zeros(1, device=dev)
     t0 = time.time()
     while True:
-        loss = torch.nn.functional.cross_entropy(ddp(x).float(), y)
+        loss = torch.nn.functional.cross_entropy(ddp(x).float().reshape(-1, 16), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

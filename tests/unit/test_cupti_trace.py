@@ -325,11 +325,13 @@ def test_injection_library_builds_and_writes_clock_pairs(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     code = f"import ctypes; ctypes.CDLL({str(lib)!r}).InitializeInjection()"
-    env = {**os.environ, **injection_env(lib, out)}
+    env = {**os.environ, **injection_env(lib, out), "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}
     env.pop("CUDA_INJECTION64_PATH")
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=60)
     trace = read_injection_output(out)
     assert trace.clocks and abs(trace.clocks[0].offset_s) < 0.01
+    (proc,) = trace.processes
+    assert (proc.rank, proc.local_rank, proc.world_size) == (1, 1, 2) and proc.pid != os.getpid()
 
 
 # The injection library's record handling, driven without a GPU: its source is compiled together
@@ -342,6 +344,7 @@ static size_t rec_size(const CUpti_Activity *r) {
   if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) n = sizeof(KernelRecord);
   if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) n = sizeof(MemcpyRecord);
   if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) n = sizeof(MemsetRecord);
+  if (r->kind == CUPTI_ACTIVITY_KIND_DEVICE) n = sizeof(DeviceRecord);
   return (n + 7) & ~(size_t)7;
 }
 CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **record) {
@@ -386,6 +389,13 @@ CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequest
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind k) { (void)k; TOUCH(); return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind k) { (void)k; TOUCH(); return CUPTI_SUCCESS; }
 CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t t) { (void)t; TOUCH(); return CUPTI_SUCCESS; }
+CUptiResult CUPTIAPI cuptiActivityEnableAndDump(CUpti_ActivityKind k) { (void)k; TOUCH(); return CUPTI_SUCCESS; }
+/* The driver, for device ids no CUPTI device record names (found by dlsym: built with -rdynamic). */
+CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal) { *d = ordinal + 100; return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) { memset(u->bytes, d, 16); return CUDA_SUCCESS; }
+CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d) {
+  snprintf(name, (size_t)len, "stub %d", d); return CUDA_SUCCESS;
+}
 
 static char name_a[64] = "_Z4gemmPfS_i";
 static char name_b[64] = "relu\tkernel";
@@ -395,7 +405,7 @@ static uint8_t *put(uint8_t *p, CUpti_ActivityKind kind, uint64_t start, const c
   r->kind = kind;
   if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
     KernelRecord *k = (KernelRecord *)p;
-    k->start = start; k->end = start + 500; k->streamId = 7; k->deviceId = 0;
+    k->start = start; k->end = start + 500; k->streamId = 7; k->deviceId = (uint32_t)(start / 1000 % 2);
     k->correlationId = (uint32_t)(start / 1000 % 1000000); k->name = name;
   } else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
     MemcpyRecord *m = (MemcpyRecord *)p;
@@ -430,6 +440,15 @@ int main(int argc, char **argv) {
   for (uint64_t i = 0; i < 10000; ++i)
     p = put(p, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 1000 * i, i % 2 ? name_b : name_a);
   p = put(p, CUPTI_ACTIVITY_KIND_DRIVER, 0, NULL);
+  /* CUPTI names device 1 (and a device hidden from CUDA under the same id, which must not win);
+   * device 0 it leaves to the driver. */
+  DeviceRecord *dv = (DeviceRecord *)p;
+  dv->kind = CUPTI_ACTIVITY_KIND_DEVICE; dv->id = 1; dv->isCudaVisible = 1; dv->name = "NVIDIA H100 80GB HBM3";
+  for (int i = 0; i < 16; ++i) dv->uuid.bytes[i] = (char)(0x10 + i);
+  p += rec_size((CUpti_Activity *)p);
+  dv = (DeviceRecord *)p;
+  dv->kind = CUPTI_ACTIVITY_KIND_DEVICE; dv->id = 1; dv->isCudaVisible = 0; dv->name = "hidden";
+  p += rec_size((CUpti_Activity *)p);
   p = put(p, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 20000000, NULL);
   p = put(p, CUPTI_ACTIVITY_KIND_MEMCPY, t + 20001000, NULL);
   p = put(p, CUPTI_ACTIVITY_KIND_MEMSET, t + 20002000, NULL);
@@ -468,7 +487,8 @@ def _harness(tmp_path):
     src.write_text(HARNESS)
     exe = tmp_path / "harness"
     cmd = [shutil.which("cc"), "-O1", "-Wall", "-Wextra", "-Werror", f'-DINJECT_SOURCE="{INJECTION_SOURCE}"']
-    cmd += [f"-I{paths.include_dir}", f"-I{paths.cuda_include_dir}", str(src), "-lpthread", "-o", str(exe)]
+    cmd += [f"-I{paths.include_dir}", f"-I{paths.cuda_include_dir}", str(src), "-rdynamic", "-lpthread", "-ldl"]
+    cmd += ["-o", str(exe)]
     build = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert build.returncode == 0, build.stderr
     return exe
@@ -479,7 +499,8 @@ def _run_harness(tmp_path, *args: str):
     exe = _harness(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
-    res = subprocess.run([str(exe), str(out), *args], check=True, timeout=60, capture_output=True, text=True)
+    env = {**os.environ, "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "CUDA_VISIBLE_DEVICES": "2,0"}
+    res = subprocess.run([str(exe), str(out), *args], check=True, timeout=60, capture_output=True, text=True, env=env)
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("finalize="))
     return read_injection_output(out), {k: int(v) for k, v in (f.split("=") for f in line.split())}
 
@@ -563,3 +584,22 @@ def test_injection_library_records_without_a_gpu(tmp_path):
     assert all(r.end_ns - r.start_ns == 500 and r.stream == 7 for r in trace.records)
     assert trace.dropped == 3 and trace.incomplete == 1
     assert trace.clocks[0].offset_s == pytest.approx(-5e-6, abs=2e-6)
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_injection_library_names_its_process_and_each_device_by_uuid(tmp_path):
+    trace, _ = _run_harness(tmp_path)
+    (proc,) = trace.processes
+    (path,) = trace.files
+    # One file per process, named by pid and creation time, so a reused pid never overwrites one.
+    assert path.name.startswith(f"cupti-{proc.pid}-") and proc.pid != os.getpid()
+    assert (proc.rank, proc.local_rank, proc.world_size) == (3, 1, 4)
+    assert proc.env["CUDA_VISIBLE_DEVICES"] == "2,0" and proc.env["ppid"] == str(os.getpid())
+    # Device 1 from CUPTI's (CUDA-visible) device record; device 0, which no record names, from the
+    # driver: cuDeviceGet(0) is handle 100, whose stub UUID is sixteen bytes of 100.
+    assert proc.devices[1].uuid == "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f"
+    assert proc.devices[1].source == "cupti" and proc.devices[1].name == "NVIDIA H100 80GB HBM3"
+    assert proc.devices[0].uuid == "GPU-" + "64646464-6464-6464-6464-646464646464"
+    assert (proc.devices[0].source, proc.devices[0].name) == ("driver", "stub 100")
+    assert {r.device for r in proc.records if r.kind == "kernel"} == {0, 1}
+    assert len(proc.records) == len(trace.records) == 10004

@@ -129,6 +129,8 @@ def test_failed_gpu_task_is_listed_not_lost(tmp_path: Path) -> None:
         ["sensor", "calibrate", "--gpu", "2"],
         ["monitor", "--gpu", "4"],
         ["fleet", "run", "--gpu", "5"],
+        ["run", "--gpu", "5", "--", "sh", "-c", "true"],
+        ["run", "--gpu", "0,2", "--", "sh", "-c", "true"],
     ],
 )
 def test_a_gpu_that_does_not_exist_is_a_one_line_error(

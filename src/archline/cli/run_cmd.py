@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from archline.cli._common import GpuSessions, console, deps, err_console, handle_errors, print_json
+from archline.cli.run_multi import gpus_for_run, print_multi_run
 from archline.cli.tables import Col, fit_table
 from archline.core.activity import short_name
 from archline.errors import InputError
@@ -207,8 +208,15 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         command: Annotated[list[str], typer.Argument(metavar="-- COMMAND [ARGS]...", help="The program to run.")],
         gpu: Annotated[
-            int, typer.Option("--gpu", "-g", help="GPU to measure (NVML index); the program sees only it.")
-        ] = 0,
+            str,
+            typer.Option(
+                "--gpu",
+                "-g",
+                help="GPU(s) to measure (NVML index): N, a list like 0,2, or all. With one, the program sees only "
+                "it; with several, every process the program starts (torchrun's workers too) is traced and each "
+                "GPU's kernels are attributed against its own sensors.",
+            ),
+        ] = "0",
         out: Annotated[
             Path | None,
             typer.Option("--out", "-o", "--output", help="Run directory (default archline-runs/run-<time>)."),
@@ -283,24 +291,28 @@ def register(app: typer.Typer) -> None:
             options = AttributionOptions(priors=read_replay_priors(prior_replay))
             render = _with_replay(prior_replay)
         d = deps(ctx)
-        with GpuSessions(d) as sessions:  # one NVML session for the sensors and the device facts
-            a, code, failure = run_program(
-                command,
-                gpu=gpu,
-                out=out,
-                force=force,
-                trace=not no_kernels,
-                tracer=tracer,
-                quiet_stdout=as_json,
-                duty_ms=duty,
-                duty_mode=trace_duty_mode,
-                duty_auto=trace_duty == "auto",
-                render=render,
-                options=options,
-                backend=factory()
-                if (factory := d.attribution_backend) is not None
-                else nvml_backend(sessions, d.clock),
-            )
+        kw: dict[str, Any] = dict(
+            out=out,
+            force=force,
+            trace=not no_kernels,
+            tracer=tracer,
+            quiet_stdout=as_json,
+            duty_ms=duty,
+            duty_mode=trace_duty_mode,
+            duty_auto=trace_duty == "auto",
+            render=render,
+            options=options,
+        )
+        with GpuSessions(d) as sessions:  # one NVML session per GPU for the sensors and the device facts
+            backend = factory() if (factory := d.attribution_backend) is not None else nvml_backend(sessions, d.clock)
+            gpus, every = gpus_for_run(gpu, backend)
+            if len(gpus) > 1:
+                from archline.measurement.attribute.multi_run import run_program_gpus
+
+                run, code = run_program_gpus(command, gpus=gpus, backend=backend, show_only=not every, **kw)
+                print_multi_run(run, code, top=top, as_json=as_json, kernel_table=lambda r, k: render_table(r, top=k))
+                return
+            a, code, failure = run_program(command, gpu=gpus[0], backend=backend, **kw)
         result = a.result
         run_dir = a.run_dir.path if a.run_dir is not None else None
         if as_json:

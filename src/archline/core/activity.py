@@ -13,6 +13,7 @@ __all__ = [
     "ActivityKind",
     "ActivityRecord",
     "demangle",
+    "is_communication",
     "memcpy_name",
     "short_name",
 ]
@@ -89,6 +90,15 @@ class ActivityRecord:
 def _plain(v: Any) -> Any:
     item = getattr(v, "item", None)
     return item() if callable(item) and not isinstance(v, (str, bytes)) else v
+
+
+#: Name fragments of NCCL's communication kernels (all-reduce, all-gather, send/receive, ...).
+_COMM_FRAGMENTS = ("ncclDevKernel_", "ncclKernel_")
+
+
+def is_communication(name: str) -> bool:
+    """Whether a kernel is NCCL communication (``ncclDevKernel_*``, ``ncclKernel_*``), mangled or demangled."""
+    return any(f in name for f in _COMM_FRAGMENTS)
 
 
 def demangle(names: Sequence[str]) -> dict[str, str]:

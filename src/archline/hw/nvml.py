@@ -149,6 +149,8 @@ class NVMLSession:
             nv.nvmlShutdown()
             raise GPUUnavailableError(f"no GPU with index {gpu} (this machine has {n}: 0..{n - 1})")
         self.gpu = gpu
+        #: How many GPUs NVML sees (read when the session opened).
+        self.device_count = int(n)
         try:
             self.handle = nv.nvmlDeviceGetHandleByIndex(gpu)
         except BaseException:

@@ -172,7 +172,12 @@ def render_run_report(run: RunDir, out_dir: Path) -> RenderedReport:
     """``archline report`` for ``run``/``attribute`` directories: report.md, report.html, timeline.png and the
     Perfetto trace (where the raw traces are kept) into ``out_dir``."""
     from archline.measurement.attribute.io import load_raw
+    from archline.records.multi_run import is_multi_gpu_run
 
+    if is_multi_gpu_run(run):
+        from archline.report.run_multi import render_multi_run_report
+
+        return render_multi_run_report(run, out_dir, render_run_report)
     m = run.manifest
     warnings: list[str] = []
     files: dict[str, Path] = {}

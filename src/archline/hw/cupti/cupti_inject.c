@@ -3,7 +3,9 @@
  * CUDA program with CUPTI's activity API and writes it, as it goes, to a binary file.
  *
  * The CUDA driver loads it when CUDA_INJECTION64_PATH names it and calls InitializeInjection()
- * during cuInit. Output: $ARCHLINE_CUPTI_OUT/cupti-<pid>.bin, a sequence of chunks, each a
+ * during cuInit, in every CUDA process of the program (torchrun's workers too: they inherit the
+ * environment). Output: one file per process, $ARCHLINE_CUPTI_OUT/cupti-<pid>-<realtime ns>.bin
+ * (created exclusively, so a reused pid never overwrites another process's file), a sequence of chunks, each a
  * 16-byte header {char magic[4] = "ALC1"; u32 type; u32 count; u32 bytes} followed by `bytes`
  * (a multiple of 8) of payload, little-endian:
  *   1 CLOCK_START, 2 CLOCK_END  count x {u64 host_before_ns, u64 cupti_ns, u64 host_after_ns}:
@@ -22,6 +24,15 @@
  *  10 INCOMPLETE                u64: records handed over without a start or end time (a forced
  *                               flush caught them in flight: at a duty-cycle switch or at exit),
  *                               left out
+ *  11 PROCESS                   "key=value" fields separated by tabs, NUL-padded: pid, ppid, host
+ *                               and the launcher's variables (RANK, LOCAL_RANK, WORLD_SIZE, ...,
+ *                               CUDA_VISIBLE_DEVICES) as this process found them; written first
+ *  12 DEVICES                   count x struct dev_rec (88 bytes, below): which GPU (UUID) each
+ *                               device id of the activity records is. From CUPTI's device records
+ *                               (source 1), or, for a device id seen in records without one, from
+ *                               the driver's cuDeviceGetUuid (source 2; CUPTI's device id is the
+ *                               process's CUDA ordinal). The UUID, not the ordinal, names the GPU:
+ *                               CUDA_VISIBLE_DEVICES renumbers ordinals, NVML does not
  *
  * Cost: the library does nothing on the program's launching threads except hand CUPTI a
  * buffer from a pool (zeroed in advance, so CUPTI need not zero it there). Records are read in
@@ -50,10 +61,11 @@
  * after the first PROBE_MS window that saw more than RATE kernels per second; else stays traced.
  *
  * Build: cc -shared -fPIC -O2 -Wall -Wextra -I<cupti include> -I<cuda include> cupti_inject.c \
- *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread
+ *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread -ldl
  */
 #define _GNU_SOURCE
 #include <cupti.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -74,6 +86,7 @@ typedef CUpti_ActivityKernel9 KernelRecord;
 typedef CUpti_ActivityMemcpy5 MemcpyRecord;
 #endif
 typedef CUpti_ActivityMemset4 MemsetRecord;
+typedef CUpti_ActivityDevice5 DeviceRecord;
 
 enum {
   CHUNK_CLOCK_START = 1,
@@ -86,6 +99,8 @@ enum {
   CHUNK_TRACE_OFF = 8,
   CHUNK_DETACH = 9,
   CHUNK_INCOMPLETE = 10,
+  CHUNK_PROCESS = 11,
+  CHUNK_DEVICES = 12,
 };
 enum { ACT_KERNEL = 1, ACT_MEMCPY = 2, ACT_MEMSET = 3 };
 
@@ -109,8 +124,19 @@ struct act_rec {
   uint32_t reserved1;
   uint64_t bytes;
 };
+
+enum { DEV_FROM_CUPTI = 1, DEV_FROM_DRIVER = 2 };
+struct dev_rec {
+  uint32_t id;          /* the device id of activity records */
+  uint8_t source;       /* DEV_FROM_* */
+  uint8_t cuda_visible; /* CUPTI: the device is visible to CUDA in this process; driver: 1 */
+  uint16_t reserved;
+  uint8_t uuid[16]; /* CUuuid bytes: "GPU-" + 8-4-4-4-12 hex digits is NVML's form */
+  char name[64];    /* NUL-terminated, cut to 63 bytes */
+};
 _Static_assert(sizeof(struct chunk_header) == 16, "chunk header is 16 bytes");
 _Static_assert(sizeof(struct act_rec) == 48, "activity record is 48 bytes");
+_Static_assert(sizeof(struct dev_rec) == 88, "device record is 88 bytes");
 
 #define BUFFER_BYTES (8u << 20)
 #define POOL_MAX 8
@@ -306,6 +332,64 @@ static uint32_t name_id(const char *name) {
   return id;
 }
 
+/* ---------------------------------------------------------------- devices */
+
+/* Device ids up to MAX_DEVICES - 1 are tracked (a node has at most 8 to 16 GPUs). */
+#define MAX_DEVICES 64
+static uint64_t devices_seen = 0;  /* ids in activity records (out_mu) */
+static uint64_t devices_known = 0; /* ids with a CUDA-visible DEVICES record written (out_mu) */
+
+/* out_mu held. */
+static void write_device(uint32_t id, uint8_t source, uint8_t visible, const void *uuid, const char *name) {
+  struct dev_rec d;
+  memset(&d, 0, sizeof d);
+  d.id = id;
+  d.source = source;
+  d.cuda_visible = visible;
+  memcpy(d.uuid, uuid, sizeof d.uuid);
+  if (name != NULL) strncpy(d.name, name, sizeof d.name - 1);
+  write_chunk(CHUNK_DEVICES, 1, &d, (uint32_t)sizeof d);
+  if (visible && id < MAX_DEVICES) devices_known |= 1ull << id;
+}
+
+typedef int (*cu_device_get_t)(int *, int);
+typedef int (*cu_device_get_uuid_t)(CUuuid *, int);
+typedef int (*cu_device_get_name_t)(char *, int, int);
+
+/* A driver function from the libcuda the program has loaded (nothing here links against it). */
+static void *driver_symbol(const char *name) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void *sym = h != NULL ? dlsym(h, name) : NULL;
+  if (h != NULL) dlclose(h);
+  return sym != NULL ? sym : dlsym(RTLD_DEFAULT, name);
+}
+
+/* Device ids seen in records that no CUPTI device record named: ask the driver for their UUIDs.
+ * CUPTI's device id is the CUDA ordinal of this process, so cuDeviceGet(id) is that device.
+ * Called from the background threads and at exit, never with out_mu held across a driver call. */
+static void resolve_devices(void) {
+  pthread_mutex_lock(&out_mu);
+  uint64_t missing = out_fd >= 0 ? devices_seen & ~devices_known : 0;
+  pthread_mutex_unlock(&out_mu);
+  if (missing == 0) return;
+  cu_device_get_t get = (cu_device_get_t)driver_symbol("cuDeviceGet");
+  cu_device_get_uuid_t uuid_of = (cu_device_get_uuid_t)driver_symbol("cuDeviceGetUuid_v2");
+  if (uuid_of == NULL) uuid_of = (cu_device_get_uuid_t)driver_symbol("cuDeviceGetUuid");
+  cu_device_get_name_t name_of = (cu_device_get_name_t)driver_symbol("cuDeviceGetName");
+  if (get == NULL || uuid_of == NULL) return;
+  for (uint32_t id = 0; id < MAX_DEVICES; ++id) {
+    if (!((missing >> id) & 1)) continue;
+    int dev = 0;
+    CUuuid u;
+    char name[64] = {0};
+    if (get(&dev, (int)id) != 0 || uuid_of(&u, dev) != 0) continue;
+    if (name_of == NULL || name_of(name, (int)sizeof name, dev) != 0) name[0] = '\0';
+    pthread_mutex_lock(&out_mu);
+    if (out_fd >= 0 && !((devices_known >> id) & 1)) write_device(id, DEV_FROM_DRIVER, 1, u.bytes, name);
+    pthread_mutex_unlock(&out_mu);
+  }
+}
+
 /* ---------------------------------------------------------------- CUPTI callbacks */
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
@@ -383,6 +467,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
         a->bytes = s->bytes;
         break;
       }
+      case CUPTI_ACTIVITY_KIND_DEVICE: {
+        /* Dumped again at every attach of a duty cycle: each CUDA-visible device is written once. */
+        const DeviceRecord *d = (const DeviceRecord *)rec;
+        int known = d->id < MAX_DEVICES && ((devices_known >> d->id) & 1);
+        if (!(known && d->isCudaVisible))
+          write_device(d->id, DEV_FROM_CUPTI, d->isCudaVisible ? 1 : 0, d->uuid.bytes, d->name);
+        continue;
+      }
       default:
         continue;
     }
@@ -390,6 +482,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
       ++incomplete; /* caught in flight by a forced flush: not staged */
       continue;
     }
+    if (a->device < MAX_DEVICES) devices_seen |= 1ull << a->device;
     if (++n_acts == ACT_BATCH) flush_acts();
   }
   flush_acts();
@@ -451,6 +544,7 @@ static void *flush_loop(void *arg) {
     pthread_mutex_unlock(&flush_mu);
     /* Not forced: only buffers whose records are all complete, so nothing is cut short. */
     cuptiActivityFlushAll(0);
+    resolve_devices();
     pthread_mutex_lock(&flush_mu);
   }
   pthread_mutex_unlock(&flush_mu);
@@ -661,6 +755,7 @@ static void *duty_loop(void *arg) {
     struct timespec ts = deadline(ms);
     if (pthread_cond_timedwait(&duty_cv, &duty_mu, &ts) != ETIMEDOUT || duty_stop) continue;
     pthread_mutex_unlock(&duty_mu);
+    resolve_devices();
     if (probing) {
       probing = !auto_decide();
       pthread_mutex_lock(&duty_mu);
@@ -717,6 +812,7 @@ static void at_exit(void) {
   if (out_fd < 0) return;
   /* Detached by the duty cycle: any CUPTI call would attach it again, and nothing is pending. */
   if (attached) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  resolve_devices();
   pthread_mutex_lock(&out_mu);
   flush_acts();
   if (attached) clock_pairs(CHUNK_CLOCK_END);
@@ -744,7 +840,56 @@ static int start_tracing(void) {
   CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
   CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
   CHECK(cuptiActivityFlushPeriod(500));
+  /* Which GPU each device id is. CUPTI emits its device records during driver initialisation,
+   * which is under way (this runs inside cuInit); EnableAndDump hands over those already made.
+   * A failure costs only the driver fallback (resolve_devices). */
+#if CUPTI_API_VERSION >= 130000
+  CUptiResult dev = cuptiActivityEnableAndDump(CUPTI_ACTIVITY_KIND_DEVICE);
+  if (dev != CUPTI_SUCCESS) dev = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
+#else
+  CUptiResult dev = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
+#endif
+  if (dev != CUPTI_SUCCESS) report_error("cuptiActivityEnable(DEVICE)", dev);
   return 1;
+}
+
+/* The launcher's variables that say which rank a process is, written in the PROCESS chunk. */
+static const char *const process_vars[] = {
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+    "SLURM_PROCID", "SLURM_LOCALID", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+};
+
+/* out_mu held. */
+static void write_process(void) {
+  char text[4096];
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  int n = snprintf(text, sizeof text, "pid=%ld\tppid=%ld\thost=%s", (long)getpid(), (long)getppid(), host);
+  for (size_t i = 0; i < sizeof process_vars / sizeof process_vars[0] && n > 0 && (size_t)n < sizeof text; ++i) {
+    const char *v = getenv(process_vars[i]);
+    if (v != NULL) n += snprintf(text + n, sizeof text - (size_t)n, "\t%s=%s", process_vars[i], v);
+  }
+  if (n < 0) return;
+  size_t len = (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+  size_t padded = (len + 8) & ~(size_t)7; /* at least one NUL */
+  if (padded > sizeof text) padded = sizeof text;
+  memset(text + len, 0, padded - len);
+  write_chunk(CHUNK_PROCESS, 1, text, (uint32_t)padded);
+}
+
+/* This process's own file; exclusive, so that a reused pid never truncates another's. */
+static int open_output(const char *dir) {
+  char path[4096];
+  uint64_t stamp = realtime_ns();
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    int n = snprintf(path, sizeof path, "%s/cupti-%ld-%llu.bin", dir, (long)getpid(),
+                     (unsigned long long)(stamp + (uint64_t)attempt));
+    if (n < 0 || (size_t)n >= sizeof path) return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
 }
 
 int InitializeInjection(void) {
@@ -753,14 +898,12 @@ int InitializeInjection(void) {
   initialized = 1;
   const char *dir = getenv("ARCHLINE_CUPTI_OUT");
   if (dir == NULL || dir[0] == '\0') return 1;
-  char path[4096];
-  int n = snprintf(path, sizeof path, "%s/cupti-%ld.bin", dir, (long)getpid());
-  if (n < 0 || (size_t)n >= sizeof path) return 1;
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open_output(dir);
   if (fd < 0) return 1;
   pthread_mutex_lock(&out_mu);
   out_fd = fd;
   owner_pid = getpid();
+  write_process();
   clock_pairs(CHUNK_CLOCK_START);
   pthread_mutex_unlock(&out_mu);
   int duty = duty_config();

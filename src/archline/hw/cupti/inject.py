@@ -22,6 +22,13 @@ import numpy as np
 
 from archline.core.activity import ActivityRecord, memcpy_name
 from archline.errors import CUPTIUnavailableError, TraceError
+from archline.hw.cupti.processes import (
+    InjectedDevice,
+    InjectedProcess,
+    parse_devices,
+    parse_process_text,
+    pid_from_name,
+)
 from archline.hw.cupti.trace import ClockMap, ClockPair, RawActivity, to_records
 
 __all__ = [
@@ -32,6 +39,8 @@ __all__ = [
     "ActivityType",
     "ChunkType",
     "CuptiPaths",
+    "InjectedDevice",
+    "InjectedProcess",
     "InjectionTrace",
     "build_injection",
     "find_cupti",
@@ -159,6 +168,7 @@ def build_injection(cache_dir: str | os.PathLike[str] | None = None, *, cc: str 
         f"-l:{paths.lib_path.name}",
         f"-Wl,-rpath,{libdir}",
         "-lpthread",
+        "-ldl",
         "-o",
         str(tmp),
     ]
@@ -202,6 +212,8 @@ class InjectionTrace:
     #: Records CUPTI handed over without a start or end time (a forced flush caught them in flight),
     #: left out.
     incomplete: int = 0
+    #: One per file: the process that wrote it, its devices (by UUID) and its own records.
+    processes: list[InjectedProcess] = field(default_factory=list)
 
 
 # The binary format of cupti_inject.c (its header comment describes it).
@@ -221,6 +233,8 @@ class ChunkType(enum.IntEnum):
     TRACE_OFF = 8
     DETACH = 9
     INCOMPLETE = 10
+    PROCESS = 11
+    DEVICES = 12
 
 
 class ActivityType(enum.IntEnum):
@@ -272,7 +286,13 @@ def _finish_file(
     raw: list[RawActivity],
     out: InjectionTrace,
     marks: list[tuple[int, bool]] | None = None,
+    env: dict[str, str] | None = None,
+    devices: dict[int, InjectedDevice] | None = None,
 ) -> None:
+    info = dict(env or {})
+    pid = int(info["pid"]) if info.get("pid", "").isdigit() else pid_from_name(path)
+    proc = InjectedProcess(path, pid, info, dict(devices or {}))
+    out.processes.append(proc)
     if not start:
         if raw:
             raise TraceError(path, "records without clock pairs")
@@ -281,12 +301,14 @@ def _finish_file(
     out.clocks.append(clock)
     recs = to_records(raw, clock)
     out.records.extend(recs)
+    proc.records, proc.clock = recs, clock
     # A duty cycle that never switched off (the automatic one, on a program below its launch
     # rate) traced everything: no traced intervals then, as without a duty cycle.
     if marks and not all(on for _, on in marks):
         host = [(clock.to_host_s(ns), on) for ns, on in marks]
         last = max([clock.to_host_s(p.device_ns) for p in end] + [r.end_s for r in recs] + [t for t, _ in host])
-        out.traced = (out.traced or []) + traced_intervals(host, last)
+        proc.traced = traced_intervals(host, last)
+        out.traced = (out.traced or []) + proc.traced
 
 
 def _parse_text_file(path: Path, out: InjectionTrace) -> None:
@@ -363,6 +385,8 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
     names: dict[int, str] = {}
     chunks: list[np.ndarray[Any, Any]] = []
     marks: list[tuple[int, bool]] = []
+    env: dict[str, str] = {}
+    devices: dict[int, InjectedDevice] = {}
     pos, size = 0, len(data)
     while pos + CHUNK_HEADER.size <= size:
         magic, kind, count, nbytes = CHUNK_HEADER.unpack_from(data, pos)
@@ -412,6 +436,10 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
                 out.detach_wait_s.extend(w * 1e-9 for w, _ in vals)
                 out.detach_s.extend(f * 1e-9 for _, f in vals)
+            elif kind == ChunkType.PROCESS:
+                env.update(parse_process_text(data[body : body + nbytes].rstrip(b"\0").decode("utf-8", "replace")))
+            elif kind == ChunkType.DEVICES:
+                parse_devices(data, body, count, nbytes, devices)
             # Other chunk types come from a newer library: skipped.
         except ValueError as exc:
             raise TraceError(path, f"malformed injection chunk at byte {pos} ({exc})") from None
@@ -421,11 +449,12 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
     raw: list[RawActivity] = []
     for acts in chunks:
         raw.extend(_activities(acts, names))
-    _finish_file(path, start, end, raw, out, marks)
+    _finish_file(path, start, end, raw, out, marks, env, devices)
 
 
 def read_injection_output(out_dir: str | os.PathLike[str]) -> InjectionTrace:
-    """Read every ``cupti-<pid>.bin`` (and older ``cupti-<pid>.tsv``) in ``out_dir``: one per CUDA process."""
+    """Read every ``cupti-<pid>-<ns>.bin`` (and older ``cupti-<pid>.bin``/``.tsv``) in ``out_dir``: one per CUDA
+    process, each also in :attr:`InjectionTrace.processes` with its own records and devices."""
     d = Path(out_dir)
     out = InjectionTrace()
     for p in sorted([*d.glob("cupti-*.bin"), *d.glob("cupti-*.tsv")]):

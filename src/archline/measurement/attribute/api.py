@@ -2,6 +2,8 @@
 
 Over 400 lines on purpose: the context manager's life cycle (sensors, tracer, interrupt, the
 run directory written as data arrives) is one state machine; issue 13 splits it with the new estimator.
+Its steps (:meth:`Attribution.start_recording`, :meth:`~Attribution.stop_recording`, :meth:`~Attribution.end`)
+are public so that one program can be recorded on several GPUs at once (``multi_run``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,9 @@ class Backend:
     #: Runs a child program (None: :func:`~archline.measurement.attribute.program.run_binary`); a
     #: simulated GPU moves its clock by the time the child ran.
     run_child: ChildRunner | None = None
+    #: How many GPUs the machine has (``--gpu all``, and a one-line error for an index past them);
+    #: None: unknown, no check.
+    device_count: Callable[[], int] | None = None
 
 
 def nvml_backend(session: Callable[[int], NVMLSession] | None = None, clock: Clock | None = None) -> Backend:
@@ -117,7 +122,14 @@ def nvml_backend(session: Callable[[int], NVMLSession] | None = None, clock: Clo
 
         return KernelTracer(on_batch=on_batch)
 
-    return Backend(open_sources, static, state, tracer, clock=clock)
+    def count() -> int:
+        if session is not None:  # the count the caller's session read (no second NVML initialisation)
+            return session(0).device_count
+        from archline.hw.nvml import device_count
+
+        return device_count()
+
+    return Backend(open_sources, static, state, tracer, clock=clock, device_count=count)
 
 
 #: A program counts as launch-bound when its launch gaps fill this share of its span, over at least
@@ -222,6 +234,8 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         self._tracer: Tracer | None = None
         self._chunks: ChunkWriter | None = None
         self._t0 = 0.0
+        self._records: list[ActivityRecord] = []
+        self._tracer_error: ArchlineError | None = None
 
     # -- public results
     @property
@@ -262,6 +276,29 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
 
     # -- lifecycle
     def __enter__(self) -> Attribution:
+        self.start_recording()
+        try:
+            self.clock.sleep(self.pre_s)
+            if self.trace:
+                self._tracer = self.backend.make_tracer(self._chunks)
+                self._tracer.start()
+        except BaseException as exc:
+            self.abort(f"could not start: {exc}")
+            raise
+        self.mark_program_start()
+        return self
+
+    def abort(self, reason: str) -> None:
+        """Close the sensors of a recording that cannot go on and mark its run directory failed, with ``reason``."""
+        if self._sampler is not None:
+            self._sampler.close()
+        if self.run_dir is not None:
+            self.status = "failed"
+            self.run_dir.finish("failed", notes=(*self.notes, reason))
+
+    def start_recording(self) -> None:
+        """Open the sensors and the run directory and start sampling (no pre-roll, no tracer): the first step of
+        ``with``, on its own for a caller that records several GPUs over one program (``multi_run``)."""
         from archline.measurement.sampler import Sampler
 
         sources = self.backend.open_sources(self.gpu)
@@ -279,29 +316,29 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             raise
         self._sampler = Sampler(sources, self.clock)
         self._sampler.start()
-        try:
-            self.clock.sleep(self.pre_s)
-            if self.trace:
-                self._tracer = self.backend.make_tracer(self._chunks)
-                self._tracer.start()
-        except BaseException as exc:
-            self._sampler.close()
-            if self.run_dir is not None:
-                self.status = "failed"
-                self.run_dir.finish("failed", notes=(*self.notes, f"could not start: {exc}"))
-            raise
-        self._t0 = self.clock.now_s()
-        return self
+
+    def mark_program_start(self, t_s: float | None = None) -> None:
+        """The program starts at ``t_s`` on the common clock (default: now)."""
+        self._t0 = self.clock.now_s() if t_s is None else t_s
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.end(exc_type)
+
+    def end(
+        self, exc_type: type[BaseException] | None = None, *, stopped: bool = False, stop_s: float | None = None
+    ) -> None:
+        """What ``with`` does at its end: stop recording (unless ``stopped``: :meth:`stop_recording` was called),
+        attribute, write the run directory. ``exc_type``: what ended the block (an interrupt, a failure)."""
         if exc_type is KeyboardInterrupt:
             self.status = "interrupted"
         elif exc_type is not None:
             self.status = "failed"
         try:
-            self._finish()
+            if not stopped:
+                self.stop_recording(stop_s=stop_s)
+            self._analyze()
         except BaseException as err:
             self._close_unfinished(err)
             if isinstance(err, ArchlineError) and exc_type is not None:
@@ -309,7 +346,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             raise
 
     def _close_unfinished(self, err: BaseException) -> None:
-        """Mark the run directory finished when :meth:`_finish` stopped before writing its manifest
+        """Mark the run directory finished when :meth:`end` stopped before writing its manifest
         (a sensor error, a second Ctrl-C, a failed write), so it never stays ``running``."""
         if self.run_dir is None or self.run_dir.manifest.status != "running":
             return
@@ -329,31 +366,38 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             self.notes.append(f"device facts unavailable ({exc})")
         return static, state
 
-    def _finish(self) -> None:
-        records: list[ActivityRecord] = []
-        tracer_error: ArchlineError | None = None
-        # The sampler is stopped and its sources closed whatever the tracer or the sleep raise.
+    def stop_recording(self, *, stop_s: float | None = None, settle: bool = True) -> None:
+        """Stop the tracer; the program ended at ``stop_s`` (default: now); after ``post_s`` (unless not ``settle``)
+        stop the sensors. The sampler is stopped and its sources closed whatever the tracer or the sleep raise."""
+        self._records = []
+        self._tracer_error = None
         try:
             try:
                 if self._tracer is not None:
-                    records = list(self._tracer.stop())
+                    self._records = list(self._tracer.stop())
                     cm = getattr(self._tracer, "clock_map", None)
                     if cm is not None and hasattr(cm, "to_json"):
                         self.clock_info = cm.to_json()
                     for err in getattr(self._tracer, "batch_errors", []):
                         self.notes.append(f"saving activity batches failed: {err}")
             except ArchlineError as exc:
-                tracer_error = exc
+                self._tracer_error = exc
                 self.notes.append(f"kernel tracing failed: {exc}")
-            t1 = self.clock.now_s()
-            self.program_span = (self._t0, t1)
-            self.clock.sleep(self.post_s)
+            self.program_span = (self._t0, self.clock.now_s() if stop_s is None else stop_s)
+            if settle:
+                self.clock.sleep(self.post_s)
         finally:
             try:
                 self.recording = self._sampler.stop()
             finally:
                 self._sampler.close()
-        records += self._extra
+
+    def _analyze(self) -> None:
+        """Attribute the recording (after :meth:`stop_recording`) and write the run directory."""
+        if self.program_span is None or self.recording is None:
+            raise RuntimeError("stop_recording() must come before the analysis")
+        recording, t1 = self.recording, self.program_span[1]
+        records, tracer_error = [*self._records, *self._extra], self._tracer_error
         if self._whole_reason is not None or (not self.trace and not records):
             records = self._whole_program(self._whole_reason or "kernel tracing was off", t1)
         names = demangle([r.name for r in records if r.kind == "kernel"])
@@ -365,7 +409,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
                 try:
                     self.options = self._effective_options()
                     self.result = attribute_energy(
-                        self.recording,
+                        recording,
                         self.activities,
                         program_span=self.program_span,
                         options=self.options,
@@ -375,7 +419,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
                     # Duty-cycled tracing saw too little to fit: keep the run, as one whole-program row.
                     self.activities = self._whole_program(str(exc), t1)
                     self.result = attribute_energy(
-                        self.recording, self.activities, program_span=self.program_span, options=self.options
+                        recording, self.activities, program_span=self.program_span, options=self.options
                     )
             except ArchlineError as exc:
                 error = exc

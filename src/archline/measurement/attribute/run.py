@@ -11,9 +11,9 @@ import contextlib
 import datetime as _dt
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from archline.errors import ArchlineError, InputError
 from archline.measurement.attribute.program import (
@@ -28,10 +28,20 @@ from archline.measurement.attribute.program import (
 )
 
 if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a program runs, not at CLI start
+    from archline.hw.cupti.inject import InjectionTrace
     from archline.measurement.attribute.api import Attribution, Backend, ReportWriter
     from archline.measurement.attribute.attribution import AttributionOptions
 
-__all__ = ["DUTY_MODES", "run_program"]
+__all__ = [
+    "DUTY_MODES",
+    "build_injection_library",
+    "check_options",
+    "default_out",
+    "describe_injection",
+    "no_records_reason",
+    "prepare_tracing",
+    "run_program",
+]
 
 #: How duty-cycled tracing switches off: detach CUPTI (cuptiFinalize), or disable its records only.
 DUTY_MODES = ("detach", "disable")
@@ -45,7 +55,8 @@ AUTO_RATE_PER_S = 2000.0
 AUTO_DUTY_MS = (1000, 10000)
 
 
-def _default_out() -> Path:
+def default_out() -> Path:
+    """``archline-runs/run-<time>``: where a run goes when no directory is named."""
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("archline-runs") / f"run-{stamp}"
 
@@ -90,11 +101,9 @@ def run_program(
     (:data:`AUTO_PROBE_MS`, :data:`AUTO_RATE_PER_S`, :data:`AUTO_DUTY_MS`); without the injection
     tracer it traces throughout and says so.
     """
-    check_tracer(tracer)
-    if duty_mode not in DUTY_MODES:
-        raise InputError(f"--trace-duty-mode: expected one of {', '.join(DUTY_MODES)} (got {duty_mode!r})")
+    check_options(tracer, duty_mode)
     spec = classify_command(cmd)
-    out = out or _default_out()
+    out = out or default_out()
     notes: list[str] = []
     env = dict(os.environ)
     _select_gpu(gpu, env, notes)
@@ -102,7 +111,48 @@ def run_program(
         from archline.measurement.attribute.api import nvml_backend
 
         backend = nvml_backend()
-    choice = choose_tracer(spec, tracer, trace=trace, build=backend.injection or _build_injection)
+    choice = prepare_tracing(
+        spec,
+        tracer,
+        trace=trace,
+        build=backend.injection or build_injection_library,
+        duty_ms=duty_ms,
+        duty_mode=duty_mode,
+        duty_auto=duty_auto,
+        env=env,
+        notes=notes,
+    )
+    if choice.mode == "python":
+        for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
+            if k in env:
+                os.environ[k] = env[k]
+        return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes, render, options)
+    return _run_child(spec, choice, gpu, out, force, quiet_stdout, backend, env, notes, render, options)
+
+
+def check_options(tracer: str, duty_mode: str) -> None:
+    """Refuse an unknown ``--tracer`` or ``--trace-duty-mode`` (InputError) before anything runs."""
+    check_tracer(tracer)
+    if duty_mode not in DUTY_MODES:
+        raise InputError(f"--trace-duty-mode: expected one of {', '.join(DUTY_MODES)} (got {duty_mode!r})")
+
+
+def prepare_tracing(
+    spec: ProgramSpec,
+    tracer: str,
+    *,
+    trace: bool,
+    build: Callable[[], Path],
+    duty_ms: tuple[int, int] | None,
+    duty_mode: str,
+    duty_auto: bool,
+    env: dict[str, str],
+    notes: list[str],
+) -> TracerChoice:
+    """Choose the tracer for ``spec`` and put the duty cycle's settings for the injection library into ``env``;
+    what was chosen and why goes into ``notes``."""
+    check_options(tracer, duty_mode)
+    choice = choose_tracer(spec, tracer, trace=trace, build=build)
     if choice.note:
         notes.append(choice.note)
     if duty_auto and duty_ms is None:
@@ -129,15 +179,11 @@ def run_program(
             )
         else:
             notes.append(f"tracing duty cycle: {cycle}")
-    if choice.mode == "python":
-        for k in ("CUDA_DEVICE_ORDER", "CUDA_VISIBLE_DEVICES"):
-            if k in env:
-                os.environ[k] = env[k]
-        return _run_in_process(spec, gpu, out, force, trace, quiet_stdout, backend, notes, render, options)
-    return _run_child(spec, choice, gpu, out, force, quiet_stdout, backend, env, notes, render, options)
+    return choice
 
 
-def _build_injection() -> Path:
+def build_injection_library() -> Path:
+    """archline's CUPTI injection library, built on first use (CUPTIUnavailableError where it cannot be)."""
     from archline.hw.cupti import inject as cupti_inject
 
     return cupti_inject.build_injection()
@@ -234,37 +280,68 @@ def _add_injected(a: Attribution, cupti_dir: Path) -> None:
     except ArchlineError as exc:
         a.whole_program_only(f"the injection library's output cannot be read ({exc})")
         return
+    describe_injection(traced, a.notes, a.info)
+    records, intervals = traced.records, traced.traced
+    clock = traced.clocks[0].to_json() if traced.clocks else None
+    uuid = _uuid(a)
+    if uuid and traced.records:
+        from archline.measurement.attribute.placement import split_by_gpu
+
+        # Where every device is named by UUID, keep only what ran on this GPU (the program's own
+        # CUDA_VISIBLE_DEVICES may have put work elsewhere); traces without the names are taken whole.
+        split = split_by_gpu(traced, {a.gpu: uuid})
+        if split.unnamed == 0:
+            records, clock, intervals = split.records[a.gpu], split.clock[a.gpu], split.traced[a.gpu]
+            a.notes.extend(split.notes)
+    if records:
+        a.add_activities(records, clock, traced=intervals)
+    elif traced.records:
+        a.whole_program_only(f"no kernel of the program ran on GPU {a.gpu}")
+    else:
+        a.whole_program_only(no_records_reason(traced))
+
+
+def _uuid(a: Attribution) -> str:
+    """The UUID of the attribution's GPU ("" where the backend cannot say)."""
+    try:
+        return str(a.backend.device_static(a.gpu).get("uuid") or "")
+    except ArchlineError:
+        return ""
+
+
+def no_records_reason(traced: InjectionTrace) -> str:
+    """Why the injection library's output holds no activity (its CUPTI errors, or none were launched)."""
+    return "; ".join(traced.errors) if traced.errors else "the program launched no kernels CUPTI could see"
+
+
+def describe_injection(traced: InjectionTrace, notes: list[str], info: dict[str, Any]) -> None:
+    """Notes and manifest facts about what the injection library wrote: dropped and incomplete records, files cut
+    short, duty-cycle switches and detaches."""
     if traced.dropped:
-        a.notes.append(f"CUPTI dropped {traced.dropped} activity records (its buffers overflowed)")
+        notes.append(f"CUPTI dropped {traced.dropped} activity records (its buffers overflowed)")
     if traced.incomplete:
-        a.notes.append(
+        notes.append(
             f"{traced.incomplete} kernel/copy records were still in flight when CUPTI handed them over "
             "(at a switch of duty-cycled tracing, or at exit) and are left out"
         )
     if traced.truncated:
-        a.notes.append(
+        notes.append(
             f"{len(traced.truncated)} process(es) stopped while writing their kernel trace; "
             "everything written before that is kept"
         )
     if traced.switch_s:
-        a.info["trace_switches"] = len(traced.switch_s)
-        a.info["trace_switch_s_median"] = float(sorted(traced.switch_s)[len(traced.switch_s) // 2])
-        a.notes.append(
+        info["trace_switches"] = len(traced.switch_s)
+        info["trace_switch_s_median"] = float(sorted(traced.switch_s)[len(traced.switch_s) // 2])
+        notes.append(
             f"duty cycle: {len(traced.switch_s)} switches of tracing, median "
-            f"{1e3 * a.info['trace_switch_s_median']:.3g} ms each"
+            f"{1e3 * info['trace_switch_s_median']:.3g} ms each"
         )
     if traced.detach_s:
         fin = sorted(traced.detach_s)
-        a.info["trace_detaches"] = len(fin)
-        a.info["trace_detach_finalize_s_median"] = float(fin[len(fin) // 2])
-        a.info["trace_detach_finalize_s_max"] = float(fin[-1])
-        a.notes.append(
+        info["trace_detaches"] = len(fin)
+        info["trace_detach_finalize_s_median"] = float(fin[len(fin) // 2])
+        info["trace_detach_finalize_s_max"] = float(fin[-1])
+        notes.append(
             f"duty cycle: CUPTI detached {len(fin)} times; cuptiFinalize held the program's thread "
             f"{1e3 * fin[len(fin) // 2]:.3g} ms (median), {1e3 * fin[-1]:.3g} ms at most"
         )
-    if traced.records:
-        clock = traced.clocks[0].to_json() if traced.clocks else None
-        a.add_activities(traced.records, clock, traced=traced.traced)
-    else:
-        why = "; ".join(traced.errors) if traced.errors else "the program launched no kernels CUPTI could see"
-        a.whole_program_only(why)
