@@ -54,11 +54,13 @@ def make_step(name: str, device: str) -> Any:
     raise ValueError(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
 
 
-def loop(name: str, seconds: float, gpu: int = 0) -> int:
-    """The traced program: warm up, then train for ``seconds`` on CUDA device ``gpu``; prints steps and step time."""
+def loop(name: str, seconds: float) -> int:
+    """The traced program: warm up, then train for ``seconds``; prints steps and time per step.
+
+    ``archline run --gpu N`` shows the program GPU N alone (``CUDA_VISIBLE_DEVICES``), so it is ``cuda``."""
     import torch
 
-    step = make_step(name, f"cuda:{gpu}")
+    step = make_step(name, "cuda")
     for _ in range(3):
         step()
     torch.cuda.synchronize()
@@ -225,7 +227,7 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "archline", "run", "-o", str(run_dir), "--force", "--gpu", str(a.gpu),
            *(["--prior-replay", str(replay_dir)] if replay_rows else []), "--top", "15",
            "--trace-duty", a.trace_duty, "--",
-           sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds), "--gpu", str(a.gpu)]  # fmt: skip
+           sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
     print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n", flush=True)
     att_path = run_dir / "attribution.json"
@@ -257,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     a = ap.parse_args(argv)
     if a.loop:
-        return loop(a.loop, a.seconds or 10.0, a.gpu)
+        return loop(a.loop, a.seconds or 10.0)
     if a.out is None:
         ap.error("--out DIR is required")
     for w in a.only.split(","):
