@@ -1,4 +1,4 @@
-"""The level solve: its dense and sparse layouts agree, and both are the weighted least squares they claim."""
+"""The level solve: dense, sparse and batched solves agree, and are the weighted least squares they claim."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from archline.hw.simulated import SimulatedSensor, simulate_power
+from archline.measurement.batched import Cluster, solve_many
 from archline.measurement.deconvolve import Series, Solution, build_segments, solve_levels
 from archline.measurement.response import rect_response
 from archline.measurement.sensor_model import SensorModel
-from archline.measurement.windows import prepare_series
+from archline.measurement.windows import prepare_series, window_energies
 from tests.helpers.signals import Scenario, kernels
 
 #: (sensor, its model): each kind of sensor the solve meets.
@@ -136,3 +137,66 @@ def test_dense_layout_is_the_weighted_least_squares_of_every_reading() -> None:
     z = np.linalg.solve(m, (wts[:, None] * r).T)  # M⁻¹ Rᵀ Δ
     np.testing.assert_allclose(sol.variance_w2[var_cols], 0.3**2 * np.sum(z**2, axis=1)[var_cols], rtol=1e-6)
     np.testing.assert_allclose(sol.residual_w, y - r @ ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", sorted(SENSORS))
+def test_clusters_solved_in_one_batch_match_each_solved_alone(kind: str) -> None:
+    sensor, model = SENSORS[kind]
+    # Runs of windows 5 s apart, each its own cluster: 1 to 3 windows, one run of 40 (more columns than a
+    # batch takes), one tied run, and one cluster past the readings' end (no reading sees it).
+    runs = [[(0.0, 0.5)], [(5.0, 0.1), (5.2, 0.3)], [(10.0, 0.05), (10.1, 0.05), (10.2, 0.05)]]
+    runs += [[(15.0 + 0.05 * j, 0.02) for j in range(40)], [(20.0 + 0.3 * j, 0.1) for j in range(3)]]
+    sc = kernels([span for run in runs for span in run], trail_s=5.0)
+    series, _ = prepare_series(simulate_power(sc.signal, sensor, seed=13), model)
+    chunk = max(2 * model.period_s, model.mixing_s + model.period_s, model.support_s / 40, 0.002)
+    reach = model.support_s + (model.period_s if model.correct_lag else 0.0)
+    starts = np.array([w.start_s for w in sc.windows]) - series.t0_s
+    ends = np.array([w.end_s for w in sc.windows]) - series.t0_s
+    cl: list[Cluster] = []
+    first = 0
+    for r, run in enumerate(runs):
+        idx = slice(first, first + len(run))
+        first += len(run)
+        cols = np.zeros(len(run), np.int64) if r == 4 else np.arange(len(run), dtype=np.int64)
+        seg_a, seg_b, seg_c = build_segments(starts[idx], ends[idx], cols, chunk)
+        var_cols = np.arange(int(cols.max()) + 1, dtype=np.int64)[: 2 if r == 3 else None]
+        cl.append(Cluster(seg_a, seg_b, seg_c, int(seg_c.max()) + 1, var_cols))
+    far = series.t_s[-1] + 100.0
+    seg_a, seg_b, seg_c = build_segments(np.array([far]), np.array([far + 1.0]), np.zeros(1, np.int64), chunk)
+    cl.append(Cluster(seg_a, seg_b, seg_c, int(seg_c.max()) + 1, np.zeros(1, np.int64)))
+    d, lag, corr = model.delay_s, model.lag_s, model.correct_lag
+    many = solve_many(series, cl, delay_s=d, lag_s=lag, correct=corr, noise_w=0.3, reach_s=reach)
+    for c, got in zip(cl, many, strict=True):
+        alone = solve_levels(
+            series,
+            c.seg_a,
+            c.seg_b,
+            c.seg_col,
+            c.n_cols,
+            delay_s=d,
+            lag_s=lag,
+            correct=corr,
+            noise_w=0.3,
+            var_cols=c.var_cols,
+            reach_s=reach,
+            layout="sparse",
+        )
+        _assert_same(got, alone)
+    assert not many[-1].identifiable.any()
+
+
+@pytest.mark.parametrize("kind", ["averaging", "part-time", "lagged"])
+def test_windows_far_apart_get_the_same_energy_analysed_together_or_one_by_one(kind: str) -> None:
+    # Together, the clusters share batches; alone, each is a batch of its own: the blocks must not mix.
+    # 40 s apart: beyond the K20's reach (its lag's tail lasts 8 s), so each run is a cluster of its own.
+    sensor, model = SENSORS[kind]
+    spans = [(0.0, 0.5), (40.0, 0.2), (40.3, 0.4), (80.0, 1.0), (120.0, 0.05)]
+    sc = kernels(spans, busy_w=[300.0, 250.0, 350.0, 200.0, 280.0])
+    r = simulate_power(sc.signal, sensor, seed=14)
+    model = model.with_(noise_w=0.3, edge_sigma_s=0.0005, delay_sigma_s=0.0002)
+    together = window_energies(r, model, sc.windows)
+    alone = [window_energies(r, model, sc.windows[a:b]) for a, b in [(0, 1), (1, 3), (3, 4), (4, 5)]]
+    for got, ref in zip(together, [w for part in alone for w in part], strict=True):
+        assert got.energy_j == pytest.approx(ref.energy_j, rel=1e-9)
+        assert got.energy_uncertainty_j == pytest.approx(ref.energy_uncertainty_j, rel=1e-6)
+        assert (got.resolvable, got.readings, got.note) == (ref.resolvable, ref.readings, ref.note)
