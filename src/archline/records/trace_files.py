@@ -176,9 +176,7 @@ def _pairs(t: F64, w: F64, t_prev: float | None = None) -> tuple[F64, F64]:
     m = (t.size // 2) * 2
     if m == 0:
         return t, w
-    d = np.diff(t, prepend=t[0] if t_prev is None else t_prev)
-    if t_prev is None:
-        d[0] = d[1] if t.size > 1 else 1.0
+    d = _gaps(t, t_prev)
     d0, d1 = d[0:m:2], d[1:m:2]
     merged = (w[0:m:2] * d0 + w[1:m:2] * d1) / np.maximum(d0 + d1, 1e-300)
     return np.concatenate([t[1:m:2], t[m:]]), np.concatenate([merged, w[m:]])
@@ -186,13 +184,25 @@ def _pairs(t: F64, w: F64, t_prev: float | None = None) -> tuple[F64, F64]:
 
 def _bins(t: F64, w: F64, k: int, t_prev: float | None) -> tuple[F64, F64]:
     """Rows averaged in bins of k (``t.size`` a multiple of k), each row weighted by its time since the one before."""
-    d = np.diff(t, prepend=t[0] if t_prev is None else t_prev)
-    if t_prev is None:
-        d[0] = d[1] if t.size > 1 else 1.0
-    dk, wk = d.reshape(-1, k), (w * d).reshape(-1, k)
-    total = dk.sum(axis=1)
-    mean = np.where(total > 0, wk.sum(axis=1) / np.where(total > 0, total, 1.0), w.reshape(-1, k).mean(axis=1))
+    d = _gaps(t, t_prev)
+    total = d.reshape(-1, k).sum(axis=1)
+    pos = total > 0
+    mean = (w * d).reshape(-1, k).sum(axis=1) / np.where(pos, total, 1.0)
+    if not pos.all():  # a bin of equal stamps: the plain mean of its rows
+        mean = np.where(pos, mean, w.reshape(-1, k).mean(axis=1))
     return t[k - 1 :: k], mean
+
+
+def _gaps(t: F64, t_prev: float | None) -> F64:
+    """Each row's time since the one before (``t_prev`` before the first; with none, the first row counts as
+    long as the second)."""
+    d = np.empty_like(t)
+    np.subtract(t[1:], t[:-1], out=d[1:])
+    if t_prev is not None:
+        d[0] = t[0] - t_prev
+    else:
+        d[0] = d[1] if t.size > 1 else 1.0
+    return d
 
 
 class _Binner:
