@@ -52,6 +52,25 @@ def test_every_format_reads_the_same_columns(tmp_path: Path) -> None:
         assert np.array_equal(r.t_s, t) and np.array_equal(r.value, w), fmt
 
 
+def test_columns_of_any_numeric_type_read_as_float64_with_nulls_refused(tmp_path: Path) -> None:
+    from pyarrow import feather, parquet
+
+    # Integer stamps and float32 power (of a slice of a table) read as float64, the same values.
+    tbl = pa.table(
+        {"time_s": pa.array(range(10), pa.int64()), "power_w": pa.array(np.arange(10.0) + 0.5, pa.float32())}
+    )
+    feather.write_feather(tbl.slice(3), tmp_path / "t.arrow", compression="uncompressed")
+    (t, w), _ = read_columns(tmp_path / "t.arrow")
+    assert t.dtype == w.dtype == np.float64
+    assert t.tolist() == list(range(3, 10)) and w.tolist() == [v + 0.5 for v in range(3, 10)]
+    # An empty cell is a missing value (NaN), and the trace names its row.
+    parquet.write_table(pa.table({"time_s": [0.0, 1.0, 2.0], "power_w": [1.0, None, 3.0]}), tmp_path / "n.parquet")
+    (t, w), _ = read_columns(tmp_path / "n.parquet")
+    assert w[0] == 1.0 and np.isnan(w[1]) and w[2] == 3.0
+    with pytest.raises(TraceError, match="data row 2: power_w is empty"):
+        read_trace_csv(tmp_path / "n.parquet")
+
+
 def test_long_traces_are_binned_as_they_stream_with_energy_conserved(tmp_path: Path) -> None:
     t, w = _table(100_003)
     path = _write_all(tmp_path, t, w)["parquet"]

@@ -11,14 +11,16 @@ estimate energy-conserving: ``Σ_v level_v·Q_v = Σ_k Δ_k·ŷ_k`` with ``Q_v =
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
-from scipy.sparse import linalg as splinalg
 
 from archline.measurement.lagged import correction_matrix
 from archline.measurement.response import kernel_support_s, rect_response
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = ["Series", "Solution", "build_segments", "solve_levels"]
 
@@ -31,6 +33,10 @@ _FAR_S = 1e9
 _MIN_SEEN = 0.02
 #: Largest system solved with dense linear algebra.
 _DENSE_MAX = 2500
+#: Largest response matrix (readings × columns) held dense (8 MB), and the most multiply-adds
+#: its normal equations may cost (readings × columns²); past either, sparse matrices are cheaper.
+_DENSE_ELEMS = 1 << 20
+_DENSE_WORK = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -149,10 +155,10 @@ def build_segments(
     return np.array(a), np.array(b), np.array(col, dtype=np.int64)
 
 
-def _response_matrix(
-    s: Series, idx: I64, seg_a: F64, seg_b: F64, seg_col: I64, n_cols: int, delay_s: float, lag_s: float
-) -> sparse.csr_matrix:
-    """R[j, c] = response of reading idx[j] to a unit level on every segment of column c."""
+def _response_entries(
+    s: Series, idx: I64, seg_a: F64, seg_b: F64, delay_s: float, lag_s: float
+) -> tuple[I64, I64, F64]:
+    """(row, segment, response) of every reading idx[row] and every segment it responds to."""
     t = s.t_s[idx]
     w = s.window_s[idx]
     back = kernel_support_s(0.0, delay_s, lag_s)
@@ -165,8 +171,27 @@ def _response_matrix(
     offs = np.arange(rows.size) - np.repeat(np.cumsum(count) - count, count)
     segs = np.repeat(first, count) + offs
     vals = rect_response(t[rows], seg_a[segs], seg_b[segs], window_s=w[rows], delay_s=delay_s, lag_s=lag_s)
+    return rows, segs, vals
+
+
+def _response_matrix(
+    s: Series, idx: I64, seg_a: F64, seg_b: F64, seg_col: I64, n_cols: int, delay_s: float, lag_s: float
+) -> sparse.csr_matrix:
+    """R[j, c] = response of reading idx[j] to a unit level on every segment of column c."""
+    from scipy import sparse
+
+    rows, segs, vals = _response_entries(s, idx, seg_a, seg_b, delay_s, lag_s)
     m = sparse.coo_matrix((vals, (rows, seg_col[segs])), shape=(idx.size, n_cols))
     return m.tocsr()
+
+
+def _response_dense(
+    s: Series, idx: I64, seg_a: F64, seg_b: F64, seg_col: I64, n_cols: int, delay_s: float, lag_s: float
+) -> F64:
+    """:func:`_response_matrix` as a dense array (the segments of one column summed in the same order)."""
+    rows, segs, vals = _response_entries(s, idx, seg_a, seg_b, delay_s, lag_s)
+    flat = np.bincount(rows * n_cols + seg_col[segs], weights=vals, minlength=idx.size * n_cols)
+    return np.asarray(flat.reshape(idx.size, n_cols), np.float64)
 
 
 def solve_levels(
@@ -182,40 +207,110 @@ def solve_levels(
     noise_w: float,
     var_cols: I64,
     reach_s: float,
+    layout: Literal["auto", "dense", "sparse"] = "auto",
 ) -> Solution:
     """Weighted least-squares levels of all columns, and the noise variance of ``var_cols``.
 
     Readings stamped within ``[first segment end, last segment start + reach_s]`` take part.
+    ``layout`` holds the response matrix dense or sparse; ``auto`` holds it dense unless it is
+    large (the usual cluster has a few hundred readings and a few columns, where sparse
+    matrices cost more than the arithmetic). Both give the same solution.
     """
     lo_t = seg_b[0]
     hi_t = seg_a[-1] + reach_s
     i0 = int(np.searchsorted(s.t_s, lo_t, side="left"))
     i1 = int(np.searchsorted(s.t_s, hi_t, side="right"))
-    empty = Solution(
-        np.full(n_cols, np.nan), np.full(n_cols, np.inf), np.zeros(n_cols), np.zeros(n_cols, bool), np.zeros(n_cols)
-    )
     if i1 - i0 < 1:
-        return empty
-    e0, e1 = max(i0 - 1, 0), min(i1 + 1, s.t_s.size)
+        return Solution(
+            np.full(n_cols, np.nan), np.full(n_cols, np.inf), np.zeros(n_cols), np.zeros(n_cols, bool), np.zeros(n_cols)
+        )
+    lagged = correct and lag_s > 0
+    # Burtscher's correction takes each reading's neighbours too: one more on each side.
+    e0, e1 = (max(i0 - 1, 0), min(i1 + 1, s.t_s.size)) if lagged else (i0, i1)
     ext = np.arange(e0, e1, dtype=np.int64)
-    r_ext = _response_matrix(s, ext, seg_a, seg_b, seg_col, n_cols, delay_s, lag_s)
-    if correct and lag_s > 0:
-        lmat = correction_matrix(s.t_s[ext], lag_s)[i0 - e0 : i1 - e0, :]
-    else:
-        lmat = sparse.identity(ext.size, format="csr")[i0 - e0 : i1 - e0, :]
-    r_hat = (lmat @ r_ext).tocsr()
-    y_hat = lmat @ s.y_w[ext]
+    rows = slice(i0 - e0, i1 - e0)
+    lmat = correction_matrix(s.t_s[ext], lag_s)[rows, :] if lagged else None
     wts = s.weight_s[i0:i1]
+    small = n_cols <= _DENSE_MAX and ext.size * n_cols <= _DENSE_ELEMS and ext.size * n_cols**2 <= _DENSE_WORK
+    if layout == "dense" or (layout == "auto" and small):
+        r_dense = _response_dense(s, ext, seg_a, seg_b, seg_col, n_cols, delay_s, lag_s)
+        sol = _solve_dense(r_dense, s.y_w[ext], wts, lmat, noise_w, var_cols)
+    else:
+        r_sparse = _response_matrix(s, ext, seg_a, seg_b, seg_col, n_cols, delay_s, lag_s)
+        sol = _solve_sparse(r_sparse, s.y_w[ext], wts, lmat, noise_w, var_cols)
+    return replace(sol, first_reading=i0)
+
+
+def _solve_dense(
+    r_ext: F64, y_ext: F64, wts: F64, lmat: sparse.csr_matrix | None, noise_w: float, var_cols: I64
+) -> Solution:
+    """The solve with R held dense; ``lmat`` the correction's rows (None: no correction)."""
+    if lmat is None:
+        r_hat, y_hat, gain = r_ext, y_ext, np.ones(y_ext.size)
+    else:
+        r_hat = np.asarray(lmat @ r_ext, np.float64)
+        y_hat = np.asarray(lmat @ y_ext, np.float64)
+        gain = np.sqrt(np.asarray(lmat.multiply(lmat).sum(axis=1)).ravel())
+    n_cols = r_hat.shape[1]
+    rw = wts[:, None] * r_hat
+    m = r_hat.T @ rw
+    rhs = rw.T @ y_hat
+    seen = rw.sum(axis=0)
+    ident = (np.diagonal(m) > 1e-15) & (np.abs(seen) > 0)
+    keep = np.nonzero(ident)[0]
+    levels = np.full(n_cols, np.nan)
+    var = np.full(n_cols, np.inf)
+    info = np.zeros(n_cols)
+    if keep.size:
+        mk = m[np.ix_(keep, keep)]
+        scale = float(np.diagonal(mk).mean()) or 1.0
+        mk[np.diag_indices(keep.size)] += 1e-10 * scale
+        inv = np.linalg.inv(mk)
+        levels[keep] = inv @ rhs[keep]
+        want = _wanted(keep, var_cols, n_cols)
+        if want.size:
+            # Noise propagates through the correction: Cov(ŷ) = σ² L Lᵀ, so Var(level) = σ² ‖zᵀ Rᵀ Δ L‖².
+            prop = rw[:, keep] if lmat is None else np.asarray(lmat.T @ rw[:, keep], np.float64)
+            z = inv[:, want]
+            var[keep[want]] = noise_w**2 * np.sum((prop @ z) ** 2, axis=0)
+            info[keep[want]] = 1.0 / np.maximum(z[want, np.arange(want.size)], 1e-300)
+    resid = np.asarray(y_hat - r_hat @ np.nan_to_num(levels), np.float64)
+    return Solution(levels, var, seen, ident, info, resid, noise_w * gain)
+
+
+def _solve_sparse(
+    r_ext: sparse.csr_matrix,
+    y_ext: F64,
+    wts: F64,
+    lmat: sparse.csr_matrix | None,
+    noise_w: float,
+    var_cols: I64,
+) -> Solution:
+    """The solve with R sparse (a cluster of many readings and columns)."""
+    from scipy import sparse
+
+    if lmat is None:
+        lmat = sparse.identity(y_ext.size, format="csr")
+    r_hat = (lmat @ r_ext).tocsr()
+    y_hat = lmat @ y_ext
     rw = sparse.diags(wts) @ r_hat
     m = (r_hat.T @ rw).tocsc()
     rhs = rw.T @ y_hat
     seen = np.asarray(rw.sum(axis=0)).ravel()
     diag = m.diagonal()
     ident = (diag > 1e-15) & (np.abs(seen) > 0)
-    sol = _finish(m, rhs, seen, ident, rw, lmat, noise_w, var_cols, n_cols)
+    sol = _finish(m, rhs, seen, ident, rw, lmat, noise_w, var_cols, r_ext.shape[1])
     resid = np.asarray(y_hat - r_hat @ np.nan_to_num(sol.levels_w), np.float64)
     gain = np.sqrt(np.asarray(lmat.multiply(lmat).sum(axis=1)).ravel())
-    return replace(sol, residual_w=resid, residual_noise_w=noise_w * gain, first_reading=i0)
+    return replace(sol, residual_w=resid, residual_noise_w=noise_w * gain)
+
+
+def _wanted(keep: I64, var_cols: I64, n_cols: int) -> I64:
+    """Positions within ``keep`` of the identifiable columns of ``var_cols``."""
+    pos = -np.ones(n_cols, dtype=np.int64)
+    pos[keep] = np.arange(keep.size)
+    p = pos[np.asarray(var_cols, np.int64)]
+    return np.asarray(p[p >= 0], np.int64)
 
 
 def _finish(
@@ -229,6 +324,9 @@ def _finish(
     var_cols: I64,
     n_cols: int,
 ) -> Solution:
+    from scipy import sparse
+    from scipy.sparse import linalg as splinalg
+
     keep = np.nonzero(ident)[0]
     levels = np.full(n_cols, np.nan)
     var = np.full(n_cols, np.inf)
@@ -238,9 +336,7 @@ def _finish(
     mk = m[keep][:, keep]
     scale = float(mk.diagonal().mean()) or 1.0
     mk = (mk + sparse.identity(keep.size, format="csc") * (1e-10 * scale)).tocsc()
-    pos = -np.ones(n_cols, dtype=np.int64)
-    pos[keep] = np.arange(keep.size)
-    want = np.array([pos[c] for c in var_cols if pos[c] >= 0], dtype=np.int64)
+    want = _wanted(keep, var_cols, n_cols)
     # Noise propagates through the correction: Cov(ŷ) = σ² L Lᵀ, so Var(level) = σ² ‖zᵀ Rᵀ Δ L‖².
     prop = (lmat.T @ rw[:, keep]).tocsc()
     if keep.size <= _DENSE_MAX:

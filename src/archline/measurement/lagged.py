@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
 
 from archline.errors import SensorError
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 __all__ = ["LagFit", "RiseFit", "correct_lag", "correction_matrix", "fit_lag_step", "fit_rising_edges", "rising_edges"]
 
@@ -25,6 +27,8 @@ def correction_matrix(t_s: F64, lag_s: float) -> sparse.csr_matrix:
     using the real timestamps (never equal intervals). The first and last readings use a
     one-sided difference. Keeping L explicit lets the caller propagate noise through it.
     """
+    from scipy import sparse  # only a lagged sensor needs it; keeps the CLI's start-up short
+
     n = t_s.size
     if n < 2 or lag_s <= 0:
         return sparse.identity(n, format="csr", dtype=np.float64)

@@ -13,12 +13,13 @@ from numpy.typing import NDArray
 from archline.core.readings import Readings
 from archline.core.recording import Region
 from archline.errors import SensorError
+from archline.measurement.batched import Cluster, solve_many
 from archline.measurement.clean import drop_repeats, estimate_noise_w, estimate_quantum_w, find_displaced, undisplace
-from archline.measurement.deconvolve import _MIN_SEEN, Series, Solution, build_segments, solve_levels
+from archline.measurement.deconvolve import Series, Solution
 from archline.measurement.integrate import integrate_windows_j
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.uncertainty import misfit_excess_w2, misfit_variance_j2
-from archline.measurement.window_groups import clusters, layers, observed
+from archline.measurement.window_groups import ClusterPlan, clusters, fold_weak, layers, observed, plan_cluster
 
 __all__ = ["DEFAULT_MAX_REL_UNCERTAINTY", "DEFAULT_SHAPE_KAPPA", "WindowEnergy", "prepare_series", "window_energies"]
 
@@ -127,6 +128,11 @@ def _unseen_span_w(series: Series, level_w: float, noise_w: float) -> float:
     return max(hi - level_w, level_w - lo, 3 * abs(level_w), noise_w)
 
 
+def _edge_sigma_s(model: SensorModel) -> float:
+    """1 σ of where an edge is seen (s): the model's, else the update period's jitter."""
+    return model.edge_sigma_s if model.edge_sigma_s is not None else model.period_jitter_s
+
+
 def _chunk_s(model: SensorModel) -> float:
     """Gap chunk length: longer than the span over which a reading mixes a window with the
     gap next to it, so that the readings further out pin each gap level down."""
@@ -164,12 +170,17 @@ def window_energies(
     chunk = _chunk_s(model)
     reach = model.support_s + (model.period_s if model.correct_lag else 0.0)
     out: list[WindowEnergy | None] = [None] * len(windows)
-    for layer in layers(starts, ends):
-        for cl in clusters(layer, starts, ends, glabels, 2 * (3 * chunk + reach)):
-            for i, we in _solve_cluster(
-                cl, windows, starts, ends, glabels, series, noise, model, chunk, reach, max_rel_uncertainty, shape_kappa
-            ):
-                out[i] = we
+    plans = [
+        plan_cluster(cl, starts, ends, glabels, chunk)
+        for layer in layers(starts, ends)
+        for cl in clusters(layer, starts, ends, glabels, 2 * (3 * chunk + reach))
+    ]
+    plans, sols, dparams = _solve_plans(plans, series, noise, model, reach)
+    for plan, sol, dparam in zip(plans, sols, dparams, strict=True):
+        for i, we in _cluster_energies(
+            plan, sol, dparam, windows, starts, ends, series, noise, model, max_rel_uncertainty, shape_kappa
+        ):
+            out[i] = we
     raw = integrate_windows_j(series.t_s, series.y_w, starts, ends)
     res: list[WindowEnergy] = []
     for i, got in enumerate(out):
@@ -192,96 +203,53 @@ def window_energies(
     return res
 
 
-def _solve(
+def _run(
+    plans: list[ClusterPlan],
     series: Series,
-    seg: tuple[F64, F64, I64],
-    n_cols: int,
-    model: SensorModel,
     noise: float,
-    var_cols: I64,
+    model: SensorModel,
     reach: float,
+    p: dict[str, float | None],
     *,
-    delay_s: float,
-    lag_s: float,
-    window_s: float | None,
-) -> Solution:
+    variances: bool,
+) -> list[Solution]:
+    """Every plan's levels under the parameters ``p`` (delay, lag, window), solved as one batch."""
     s = series
+    window_s = p["window_s"]
     if window_s is not None and model.window_s is not None:
         s = Series(series.t0_s, series.t_s, series.y_w, np.full(series.t_s.size, max(window_s, 0.0)), series.weight_s)
-    return solve_levels(
+    none = np.empty(0, np.int64)
+    return solve_many(
         s,
-        seg[0],
-        seg[1],
-        seg[2],
-        n_cols,
-        delay_s=delay_s,
-        lag_s=max(lag_s, 0.0),
+        [
+            Cluster(q.seg_a, q.seg_b, q.seg_c, q.n_cols, np.arange(q.n_groups, dtype=np.int64) if variances else none)
+            for q in plans
+        ],
+        delay_s=float(p["delay_s"] or 0.0),
+        lag_s=max(float(p["lag_s"] or 0.0), 0.0),
         correct=model.correct_lag,
         noise_w=noise,
-        var_cols=var_cols,
         reach_s=reach,
     )
 
 
-def _solve_cluster(
-    cl: list[int],
-    windows: Sequence[Region],
-    starts: F64,
-    ends: F64,
-    glabels: list[str],
-    series: Series,
-    noise: float,
-    model: SensorModel,
-    chunk: float,
-    reach: float,
-    max_rel: float,
-    kappa: float,
-) -> list[tuple[int, WindowEnergy]]:
-    cl = sorted(cl, key=lambda i: starts[i])
-    gid: dict[str, int] = {}
-    cols = np.array([gid.setdefault(glabels[i], len(gid)) for i in cl], dtype=np.int64)
-    n_groups = len(gid)
-    seg_a, seg_b, seg_c = build_segments(starts[cl], ends[cl], cols, chunk)
-    n_cols = int(seg_c.max()) + 1
-    group_cols = np.arange(n_groups, dtype=np.int64)
+def _solve_plans(
+    plans: list[ClusterPlan], series: Series, noise: float, model: SensorModel, reach: float
+) -> tuple[list[ClusterPlan], list[Solution], list[F64]]:
+    """Every cluster's levels (weak windows folded, then solved again) and each level's variance
+    from the sensor model's parameters (W², per column), each step one batch over all clusters."""
     kw: dict[str, float | None] = {"delay_s": model.delay_s, "lag_s": model.lag_s, "window_s": model.window_s}
-
-    def run(cols_of_seg: I64, var_cols: I64, p: dict[str, float | None]) -> Solution:
-        return _solve(
-            series,
-            (seg_a, seg_b, cols_of_seg),
-            n_cols,
-            model,
-            noise,
-            var_cols,
-            reach,
-            delay_s=float(p["delay_s"] or 0.0),
-            lag_s=float(p["lag_s"] or 0.0),
-            window_s=p["window_s"],
-        )
-
-    sol = run(seg_c, group_cols, kw)
-    # A window the readings barely see cannot be told from the gap around it: fold it into
-    # the gap before it, so it cannot distort its neighbours, and report it unresolved.
-    length = np.bincount(seg_c, weights=np.minimum(seg_b, 1e8) - np.maximum(seg_a, -1e8), minlength=n_cols)
-    weak = np.zeros(n_groups, bool)
-    for g in range(n_groups):
-        weak[g] = (
-            (not sol.identifiable[g]) or sol.seen_s[g] < _MIN_SEEN * length[g] or sol.info_s[g] < _MIN_SEEN * length[g]
-        )
-    if weak.any():
-        seg_c = seg_c.copy()
-        for k in range(seg_c.size):
-            if seg_c[k] < n_groups and weak[seg_c[k]]:
-                j = k - 1
-                while j > 0 and seg_c[j] < n_groups and weak[seg_c[j]]:
-                    j -= 1
-                seg_c[k] = seg_c[j]
-        sol = run(seg_c, group_cols, kw)
+    sols = _run(plans, series, noise, model, reach, kw, variances=True)
+    plans = [fold_weak(q, sol) for q, sol in zip(plans, sols, strict=True)]
+    again = [k for k, q in enumerate(plans) if q.weak.any()]
+    if again:
+        redone = _run([plans[k] for k in again], series, noise, model, reach, kw, variances=True)
+        for k, sol in zip(again, redone, strict=True):
+            sols[k] = sol
     # Parameter uncertainty: re-solve with each fitted parameter moved by its 1 σ. The edge
     # timing error moved coherently shows how much a badly conditioned cluster amplifies it.
-    edge_sigma = model.edge_sigma_s if model.edge_sigma_s is not None else model.period_jitter_s
-    dparam = np.zeros(n_cols)
+    edge_sigma = _edge_sigma_s(model)
+    dparams = [np.zeros(q.n_cols) for q in plans]
     perturb = (
         ("delay_s", model.delay_sigma_s),
         ("lag_s", model.lag_sigma_s),
@@ -292,21 +260,35 @@ def _solve_cluster(
         if sig > 0 and kw[key] is not None:
             kw2 = dict(kw)
             kw2[key] = float(kw[key] or 0.0) + sig
-            alt = run(seg_c, np.empty(0, np.int64), kw2)
-            dparam += np.nan_to_num(alt.levels_w - sol.levels_w) ** 2
+            alts = _run(plans, series, noise, model, reach, kw2, variances=False)
+            for dparam, alt, sol in zip(dparams, alts, sols, strict=True):
+                dparam += np.nan_to_num(alt.levels_w - sol.levels_w) ** 2
+    return plans, sols, dparams
+
+
+def _edge_shape_terms(
+    plan: ClusterPlan,
+    sol: Solution,
+    col_of: dict[int, int],
+    pos_of: dict[int, int],
+    starts: F64,
+    ends: F64,
+    series: Series,
+    model: SensorModel,
+    kappa: float,
+) -> tuple[F64, F64, F64, dict[int, tuple[float, int]]]:
+    """Per tied group: the edge and shape variances (W²·s²) and the duration (s); per window: the share the
+    readings observe and how many do."""
+    seg_c = plan.seg_c
     # A timing error common to every edge (where a reading looks relative to its stamp) is
-    # charged coherently above, through the re-solve with the delay moved; only the part that
+    # charged coherently by the re-solve with the delay moved (_solve_plans); only the part that
     # differs edge by edge (stamp jitter) is charged to each edge on its own.
-    edge_random = model.period_jitter_s if model.edge_coherent else edge_sigma
-    col_of = {w: int(c) for w, c in zip(cl, cols, strict=True)}
-    # Segments are contiguous and each window is one of them, so its start finds it.
-    pos_of = {w: int(k) for w, k in zip(cl, np.searchsorted(seg_a, starts[cl]), strict=True)}
-    # Per-window edge and shape terms (W·s), combined per tied group.
-    edge2 = np.zeros(n_groups)
-    shape2 = np.zeros(n_groups)
-    dur = np.zeros(n_groups)
-    info: dict[int, tuple[float, int, float]] = {}
-    for w in cl:
+    edge_random = model.period_jitter_s if model.edge_coherent else _edge_sigma_s(model)
+    edge2 = np.zeros(plan.n_groups)
+    shape2 = np.zeros(plan.n_groups)
+    dur = np.zeros(plan.n_groups)
+    info: dict[int, tuple[float, int]] = {}
+    for w in plan.cl:
         g = col_of[w]
         k = pos_of[w]
         lev = sol.levels_w[seg_c[k]]
@@ -322,7 +304,30 @@ def _solve_cluster(
             shape2[g] += ((1 - obs) * kappa * abs(lev - base) * d) ** 2 / max(n_read, 1)
         shape2[g] += misfit_variance_j2(sol, series, model, starts[w], ends[w])
         dur[g] += d
-        info[w] = (obs, n_read, base)
+        info[w] = (obs, n_read)
+    return edge2, shape2, dur, info
+
+
+def _cluster_energies(
+    plan: ClusterPlan,
+    sol: Solution,
+    dparam: F64,
+    windows: Sequence[Region],
+    starts: F64,
+    ends: F64,
+    series: Series,
+    noise: float,
+    model: SensorModel,
+    max_rel: float,
+    kappa: float,
+) -> list[tuple[int, WindowEnergy]]:
+    """Every window of a solved cluster: its energy, its 1 σ (noise, misfit, parameters, edges and
+    shape) and whether it is resolvable."""
+    cl, cols, n_groups, seg_c, weak = plan.cl, plan.cols, plan.n_groups, plan.seg_c, plan.weak
+    col_of = {w: int(c) for w, c in zip(cl, cols, strict=True)}
+    # Segments are contiguous and each window is one of them, so its start finds it.
+    pos_of = {w: int(k) for w, k in zip(cl, np.searchsorted(plan.seg_a, starts[cl]), strict=True)}
+    edge2, shape2, dur, info = _edge_shape_terms(plan, sol, col_of, pos_of, starts, ends, series, model, kappa)
     # Short windows packed close together alias with the sampling (a train at the sensor's own
     # period is seen at one phase only): trust them only as a tied group, never one by one.
     guard = model.mixing_s + model.period_s
@@ -348,7 +353,7 @@ def _solve_cluster(
         corr = max(1.0, (model.window_s or 0.0) / model.period_s)
         var_level *= 1.0 + corr * misfit_excess_w2(sol, series, model, starts[w], ends[w]) / max(noise, 1e-9) ** 2
         sig_level2 = var_level + dparam[g] + (edge2[g] + shape2[g]) / dur[g] ** 2
-        obs, n_read, base = info[w]
+        obs, n_read = info[w]
         energy = lev * d
         if not seen or not np.isfinite(sig_level2):
             # Nothing says what the window drew: it may have been anywhere in the trace's range.

@@ -34,6 +34,8 @@ TRACE_FORMATS = {
 }
 
 _BLOCK_BYTES = 16 << 20
+#: The first block of a CSV read to learn its column names (pyarrow parses a whole block to open a file).
+_HEAD_BYTES = 1 << 20
 
 
 def trace_format(path: Path) -> str:
@@ -88,14 +90,15 @@ def _csv_batches(path: Path, wanted: tuple[str, ...]) -> Iterator[tuple[Any, int
     stream = pa.CompressedInputStream(raw, "gzip") if path.name.lower().endswith(".gz") else raw
     # '#' comment lines before the header are skipped here; pyarrow has no comment syntax.
     skip = _comment_lines(path)
-    read = csv.ReadOptions(block_size=_BLOCK_BYTES, skip_rows=skip)
-    head = csv.open_csv(stream, read_options=read, convert_options=csv.ConvertOptions(column_types={}))
+    probe = csv.ReadOptions(block_size=_HEAD_BYTES, skip_rows=skip)
+    head = csv.open_csv(stream, read_options=probe, convert_options=csv.ConvertOptions(column_types={}))
     cols = _names(path, head.schema.names, wanted)
     head.close()
     stream = pa.OSFile(str(path), "rb")
     if path.name.lower().endswith(".gz"):
         stream = pa.CompressedInputStream(stream, "gzip")
     conv = csv.ConvertOptions(include_columns=cols, column_types=dict.fromkeys(cols, pa.float64()))
+    read = csv.ReadOptions(block_size=_BLOCK_BYTES, skip_rows=skip)
     reader = csv.open_csv(stream, read_options=read, convert_options=conv)
     for batch in reader:
         yield batch.select(cols), int(raw.tell())
@@ -144,6 +147,22 @@ def _arrow_batches(path: Path, wanted: tuple[str, ...]) -> Iterator[tuple[Any, i
         yield batch.select(cols), int(source.tell())
 
 
+def _float64(a: Any) -> F64:
+    """A pyarrow column as float64 (a null as NaN), viewed in place where it already is one.
+
+    Read from the column's data buffer: pyarrow's own ``to_numpy`` imports pandas first (0.1–0.2 s).
+    """
+    import pyarrow as pa
+
+    if a.type != pa.float64():
+        a = a.cast(pa.float64())
+    if a.null_count:
+        a = a.fill_null(float("nan"))
+    if len(a) == 0:
+        return np.empty(0, np.float64)
+    return np.frombuffer(a.buffers()[1], dtype=np.float64, count=len(a), offset=8 * a.offset)
+
+
 def _halve(t: _Growing, w: _Growing) -> None:
     """Merge stored bins in pairs (time: the later stamp; power: the mean); an odd last bin stays as it is."""
     t_new, w_new = _pairs(t.buf[: t.n], w.buf[: w.n])
@@ -157,9 +176,7 @@ def _pairs(t: F64, w: F64, t_prev: float | None = None) -> tuple[F64, F64]:
     m = (t.size // 2) * 2
     if m == 0:
         return t, w
-    d = np.diff(t, prepend=t[0] if t_prev is None else t_prev)
-    if t_prev is None:
-        d[0] = d[1] if t.size > 1 else 1.0
+    d = _gaps(t, t_prev)
     d0, d1 = d[0:m:2], d[1:m:2]
     merged = (w[0:m:2] * d0 + w[1:m:2] * d1) / np.maximum(d0 + d1, 1e-300)
     return np.concatenate([t[1:m:2], t[m:]]), np.concatenate([merged, w[m:]])
@@ -167,13 +184,25 @@ def _pairs(t: F64, w: F64, t_prev: float | None = None) -> tuple[F64, F64]:
 
 def _bins(t: F64, w: F64, k: int, t_prev: float | None) -> tuple[F64, F64]:
     """Rows averaged in bins of k (``t.size`` a multiple of k), each row weighted by its time since the one before."""
-    d = np.diff(t, prepend=t[0] if t_prev is None else t_prev)
-    if t_prev is None:
-        d[0] = d[1] if t.size > 1 else 1.0
-    dk, wk = d.reshape(-1, k), (w * d).reshape(-1, k)
-    total = dk.sum(axis=1)
-    mean = np.where(total > 0, wk.sum(axis=1) / np.where(total > 0, total, 1.0), w.reshape(-1, k).mean(axis=1))
+    d = _gaps(t, t_prev)
+    total = d.reshape(-1, k).sum(axis=1)
+    pos = total > 0
+    mean = (w * d).reshape(-1, k).sum(axis=1) / np.where(pos, total, 1.0)
+    if not pos.all():  # a bin of equal stamps: the plain mean of its rows
+        mean = np.where(pos, mean, w.reshape(-1, k).mean(axis=1))
     return t[k - 1 :: k], mean
+
+
+def _gaps(t: F64, t_prev: float | None) -> F64:
+    """Each row's time since the one before (``t_prev`` before the first; with none, the first row counts as
+    long as the second)."""
+    d = np.empty_like(t)
+    np.subtract(t[1:], t[:-1], out=d[1:])
+    if t_prev is not None:
+        d[0] = t[0] - t_prev
+    else:
+        d[0] = d[1] if t.size > 1 else 1.0
+    return d
 
 
 class _Binner:
@@ -244,9 +273,7 @@ def read_columns(
     binner = _Binner(max_rows) if max_rows is not None and len(wanted) == 2 else None
     try:
         for batch, done in batches:
-            arrays = [
-                np.asarray(a.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64) for a in batch.columns
-            ]
+            arrays = [_float64(a) for a in batch.columns]
             if cols[0].n == 0 and done > 0:  # rows in the file, from the first batch's bytes per row
                 rows = int(batch.num_rows * total / done * 1.03) + 16
                 for col in cols:
