@@ -231,6 +231,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
     print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n", flush=True)
     att_path = run_dir / "attribution.json"
+    if proc.returncode != 0:  # the traced program failed: its rows are no test of the attribution
+        raise RuntimeError(f"archline run of the {name} loop exited {proc.returncode}")
     if not att_path.is_file():
         raise RuntimeError(f"archline run exited {proc.returncode} without {att_path}")
     result = json.loads(att_path.read_text())
