@@ -143,3 +143,20 @@ class FakeGraphGPU:
     def truth_j(self, indices: Sequence[int]) -> float:
         """One replay's board energy with only ``indices`` enabled."""
         return sum(self.fake_nodes[i].time_s * self.fake_nodes[i].power_w for i in indices)
+
+
+def measure_on(gpu: FakeGraphGPU) -> Any:
+    """``measure_callable`` bound to the fake graph GPU's averaging sensor and clock (2 %, at most 3 s)."""
+    import functools
+
+    from archline.measurement.api import measure_callable
+    from tests.helpers.live_sensor import AveragingLiveSensor
+
+    return functools.partial(
+        measure_callable,
+        sources=[AveragingLiveSensor(gpu)],  # type: ignore[arg-type]
+        sync=gpu.synchronize,
+        clock=gpu.clock,
+        target_rel_error=0.02,
+        max_total_s=3.0,
+    )

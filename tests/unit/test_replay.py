@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pytest
 
-from archline.measurement.api import measure_callable
 from archline.measurement.attribute.replay import REST, group_nodes, replay_energy
-from tests.helpers.fake_graph import FakeGraphGPU, FakeNode
-from tests.helpers.live_sensor import AveragingLiveSensor
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on
 
 NODES = [
     FakeNode("gemm", 0.004, 600.0),
@@ -22,17 +19,6 @@ NODES = [
 ]
 
 
-def _measure(gpu: FakeGraphGPU) -> Any:
-    return functools.partial(
-        measure_callable,
-        sources=[AveragingLiveSensor(gpu)],  # type: ignore[arg-type]
-        sync=gpu.synchronize,
-        clock=gpu.clock,
-        target_rel_error=0.02,
-        max_total_s=3.0,
-    )
-
-
 def test_groups_are_kernel_names_and_copy_kinds() -> None:
     gpu = FakeGraphGPU(NODES)
     assert group_nodes(gpu.nodes) == {"gemm": [0, 2], "relu": [1, 5], "norm": [3], "[memcpy]": [4]}
@@ -40,7 +26,7 @@ def test_groups_are_kernel_names_and_copy_kinds() -> None:
 
 def test_isolated_and_marginal_energies_recover_the_truth() -> None:
     gpu = FakeGraphGPU(NODES)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=2)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2)
     step = gpu.truth_j(range(len(NODES)))
     assert res.step_energy_j == pytest.approx(step, rel=0.02)
     rows = {r.group: r for r in res.rows}
@@ -68,7 +54,7 @@ def test_memsets_stay_enabled_in_every_replay() -> None:
 
     gpu.replay = watched  # type: ignore[method-assign]
     assert "[memset]" not in group_nodes(gpu.nodes)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=1, marginal=False)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=1, marginal=False)
     assert seen and all(6 in s for s in seen)
     assert any("memsets stay enabled" in n for n in res.notes)
 
@@ -76,7 +62,7 @@ def test_memsets_stay_enabled_in_every_replay() -> None:
 def test_top_must_be_positive() -> None:
     gpu = FakeGraphGPU(NODES)
     with pytest.raises(ValueError):
-        replay_energy(gpu, _measure(gpu), gpu.clock, top=0)
+        replay_energy(gpu, measure_on(gpu), gpu.clock, top=0)
 
 
 def test_cli_errors_are_one_line_exit_2(tmp_path: Any) -> None:

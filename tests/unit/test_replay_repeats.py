@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
 import pytest
 
-from archline.measurement.api import measure_callable
 from archline.measurement.attribute.prior import priors_from_replay
 from archline.measurement.attribute.replay import PINNED, replay_energy
 from archline.measurement.attribute.replay_stats import Energy, mean_of_runs, reproducibility, run_spread_pct
 from archline.records.replay import REPLAY_COLUMNS
 from archline.records.rundir import read_csv, write_csv
 from archline.report.replay import replay_summary_text, replay_table
-from tests.helpers.fake_graph import FakeGraphGPU, FakeNode
-from tests.helpers.live_sensor import AveragingLiveSensor
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on
 
 NODES = [
     FakeNode("gemm", 0.004, 600.0, cluster=(2, 1, 1)),
@@ -24,17 +21,6 @@ NODES = [
     FakeNode("norm", 0.0015, 350.0),
     FakeNode("gemm", 0.004, 600.0, cluster=(2, 1, 1)),
 ]
-
-
-def _measure(gpu: FakeGraphGPU) -> Any:
-    return functools.partial(
-        measure_callable,
-        sources=[AveragingLiveSensor(gpu)],  # type: ignore[arg-type]
-        sync=gpu.synchronize,
-        clock=gpu.clock,
-        target_rel_error=0.02,
-        max_total_s=3.0,
-    )
 
 
 class DriftingGPU(FakeGraphGPU):
@@ -60,7 +46,7 @@ class DriftingGPU(FakeGraphGPU):
 
 def test_repeats_give_each_groups_runs_and_a_passing_verdict_when_nothing_changes() -> None:
     gpu = DriftingGPU(0.0)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=2, marginal=False, repeats=2, on_trial=gpu.on_trial)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2, marginal=False, repeats=2, on_trial=gpu.on_trial)
     assert gpu.runs == 2 and res.repeats == 2 and len(res.step_runs_j) == 2
     for r in res.rows:
         assert len(r.energy_runs_j) == 2 and r.energy_j == pytest.approx(sum(r.energy_runs_j) / 2)
@@ -77,7 +63,7 @@ def test_repeats_give_each_groups_runs_and_a_passing_verdict_when_nothing_change
 @pytest.mark.parametrize("drift", [0.06, -0.06])
 def test_a_group_that_changes_between_runs_fails_either_way(drift: float) -> None:
     gpu = DriftingGPU(drift)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=2, marginal=False, repeats=2, on_trial=gpu.on_trial)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2, marginal=False, repeats=2, on_trial=gpu.on_trial)
     rep = res.reproducibility
     assert rep is not None and rep["verdict"] == "FAIL"
     assert rep["worst_group"] == "gemm" and rep["groups_outside_target"] == ["gemm"]
@@ -88,7 +74,7 @@ def test_a_group_that_changes_between_runs_fails_either_way(drift: float) -> Non
 
 def test_repeats_with_groups_that_cannot_be_switched() -> None:
     gpu = FakeGraphGPU(NODES, fixed_by=None)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=1, marginal=False, repeats=3)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=1, marginal=False, repeats=3)
     rows = {r.group: r for r in res.rows}
     assert not rows["gemm"].measurable and rows["gemm"].energy_runs_j == ()
     assert len(rows[PINNED].energy_runs_j) == 3 and len(rows["norm"].energy_runs_j) == 3
@@ -98,10 +84,10 @@ def test_repeats_with_groups_that_cannot_be_switched() -> None:
 
 def test_one_run_has_no_reproducibility() -> None:
     gpu = FakeGraphGPU(NODES)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=1, marginal=False)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=1, marginal=False)
     assert res.reproducibility is None and all(r.run_spread_pct is None for r in res.rows)
     with pytest.raises(ValueError):
-        replay_energy(gpu, _measure(gpu), gpu.clock, repeats=0)
+        replay_energy(gpu, measure_on(gpu), gpu.clock, repeats=0)
 
 
 def test_spread_is_two_sided_and_the_verdict_honest_about_noise() -> None:
@@ -128,7 +114,7 @@ def test_mean_of_runs_sigma_and_expected_spread() -> None:
 
 def test_rows_round_trip_through_csv_report_and_priors(tmp_path: Any) -> None:
     gpu = FakeGraphGPU(NODES, fixed_by=None)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=1, marginal=False, repeats=2)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=1, marginal=False, repeats=2)
     p = tmp_path / "replay.csv"
     write_csv(p, [r.to_row() for r in res.rows], REPLAY_COLUMNS)
     back = {r["group"]: r for r in read_csv(p)}

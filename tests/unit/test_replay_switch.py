@@ -3,18 +3,15 @@ switching, the fallback to the next, and the step still measured when no way swi
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from archline.hw.graph import GraphError, SwitchError
-from archline.measurement.api import measure_callable
 from archline.measurement.attribute.replay import PINNED, REST, replay_energy
 from archline.measurement.attribute.replay_switch import blocked_groups, choose_switching
-from tests.helpers.fake_graph import FakeGraphGPU, FakeNode
-from tests.helpers.live_sensor import AveragingLiveSensor
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on
 
 # Two cluster-launched kernels (a 1x2 and a 2x1 cluster, as cuDNN's and cuBLAS's Hopper kernels use).
 NODES = [
@@ -28,17 +25,6 @@ NODES = [
 ]
 CLUSTER = [0, 2, 5]
 GROUPS = {"conv": [0, 2], "relu": [1], "norm": [3], "[memcpy]": [4], "gemm": [5]}
-
-
-def _measure(gpu: FakeGraphGPU) -> Any:
-    return functools.partial(
-        measure_callable,
-        sources=[AveragingLiveSensor(gpu)],  # type: ignore[arg-type]
-        sync=gpu.synchronize,
-        clock=gpu.clock,
-        target_rel_error=0.02,
-        max_total_s=3.0,
-    )
 
 
 def _switchable() -> list[int]:
@@ -100,7 +86,7 @@ def test_no_usable_way_is_one_line_graph_error() -> None:
 @pytest.mark.parametrize("fixed_by", ["toggle+optin", "rebuild"])
 def test_a_fallback_way_measures_every_group(fixed_by: str) -> None:
     gpu = FakeGraphGPU(NODES, fixed_by=fixed_by)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=3, marginal=False)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=3, marginal=False)
     assert res.switching["mode"] == fixed_by and not res.not_measurable
     rows = {r.group: r for r in res.rows}
     assert list(rows)[:3] == ["conv", "gemm", "norm"]
@@ -112,7 +98,7 @@ def test_a_fallback_way_measures_every_group(fixed_by: str) -> None:
 
 def test_groups_that_cannot_be_switched_stay_on_and_the_rest_is_still_measured() -> None:
     gpu = FakeGraphGPU(NODES, fixed_by=None)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=2, marginal=True)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2, marginal=True)
     rows = {r.group: r for r in res.rows}
     # conv and gemm cannot be switched: not measured on their own, with the driver's reason.
     for name in ("conv", "gemm"):
@@ -139,7 +125,7 @@ def test_a_group_whose_switching_fails_mid_run_is_set_aside_and_the_step_goes_on
             super().set_enabled(indices)
 
     gpu = FlakyNorm(NODES)
-    res = replay_energy(gpu, _measure(gpu), gpu.clock, top=3, marginal=False)
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=3, marginal=False)
     rows = {r.group: r for r in res.rows}
     assert not rows["norm"].measurable and "switching failed" in rows["norm"].reason
     assert rows["conv"].measurable and rows["gemm"].measurable
@@ -150,7 +136,7 @@ def test_excluded_groups_are_kept_on_with_their_reason() -> None:
     gpu = FakeGraphGPU(NODES)
     seen: list[tuple[str, str]] = []
     res = replay_energy(
-        gpu, _measure(gpu), gpu.clock, top=1, marginal=False,
+        gpu, measure_on(gpu), gpu.clock, top=1, marginal=False,
         exclude={"relu": "lost the CUDA context when replayed alone"}, on_trial=lambda g, w: seen.append((g, w)),
     )  # fmt: skip
     rows = {r.group: r for r in res.rows}
@@ -172,7 +158,7 @@ def test_cli_prints_the_way_chosen_what_was_not_measured_and_the_spread(
 
     def fake_run_replay(step: Any, *, out: Any, force: bool, repeats: int, **kw: Any) -> Any:
         gpu = FakeGraphGPU(NODES, fixed_by=None)
-        res = replay_energy(gpu, _measure(gpu), gpu.clock, top=2, marginal=False, repeats=repeats)
+        res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2, marginal=False, repeats=repeats)
         rd = RunDir.create(out, Manifest.new("replay", gpu={"name": "fake"}), overwrite=force)
         write_replay(rd, [r.to_row() for r in res.rows], res.summary())
         rd.finish("complete")
