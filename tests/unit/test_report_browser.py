@@ -24,6 +24,8 @@ RUNS = {
     "attribute": "h100/run/attribution-validation/mix",
     "run (no raw traces)": "h100/run/duty-check-short/full-0",
     "roofline (ML model)": "h100/roofline-ml",
+    "replay": "h100/replay-rebuild/transformer",
+    "run (several GPUs)": "h200/node/run-gpu-all/ddp_run",
 }
 
 _CHECK = """() => {
