@@ -126,6 +126,6 @@ def serve(gpus: Sequence[GpuSources], decode_throttle: Callable[[int], tuple[lis
 
     registry = CollectorRegistry(auto_describe=False)
     collector = TelemetryCollector(gpus, decode_throttle)
-    registry.register(collector)  # type: ignore[arg-type]
+    registry.register(collector)  # type: ignore[arg-type,unused-ignore]
     server, _thread = start_http_server(port, addr=addr, registry=registry)
     return server, int(server.server_port), collector

@@ -87,7 +87,7 @@ UNIT_CLASS: dict[str, str] = {
     "shared": "memory",
 }
 #: The protocol: the frozen one of docs/roofline.md §10b, or the post-hoc variant (:func:`calibrate_posthoc`).
-Variant = Literal["frozen", "posthoc-cap"]
+Variant = Literal["frozen", "posthoc-cap", "v2"]
 #: How the post-hoc variant is labelled wherever it is written or shown.
 POSTHOC_LABEL = "post hoc: chosen after the frozen protocol was scored on H100 GPU-cab9fa05's held-out kernels"
 _FP_INST = ("ffma", "fadd", "fmul", "dfma", "dadd", "dmul")
@@ -263,6 +263,10 @@ class MlModel:
     model_sigma_predicted: float = 0.0
     time_sigma: float = 0.0
     choices: dict[str, Any] = field(default_factory=dict)
+    #: Protocol v2 (:mod:`archline.model.ml_v2`): the dynamic energy a capped kernel spends, as a fraction of its
+    #: components' sum (NaN: the frozen stretch to E_dyn/(P_lim − π0)), and the time a prediction starts from.
+    cap_kappa: float = math.nan
+    time_source: str = "roofline"
 
     def with_terms(self, terms: Iterable[str]) -> MlModel:
         return replace(self, terms=tuple(sorted(set(terms))))
@@ -353,10 +357,19 @@ class MlModel:
         dyn = float(sum(terms.values()))
         lim = self.power_limit_w if math.isfinite(self.power_limit_w) else math.inf
         t_roof, t_pred, unit = self.predicted_time(c)
+        if self.time_source == "ncu" and math.isfinite(c.ncu_time_s) and c.ncu_time_s > 0:
+            t_pred = c.ncu_time_s
         cap_p = False
-        if t_pred > 0 and self.pi0_w + dyn / t_pred > lim and lim > self.pi0_w:
-            t_pred, cap_p = dyn / (lim - self.pi0_w), True
         e_pred = self.pi0_w * t_pred + dyn
+        if t_pred > 0 and self.pi0_w + dyn / t_pred > lim and lim > self.pi0_w:
+            cap_p = True
+            if math.isfinite(self.cap_kappa):
+                # Under the cap the card spends κ·E_dyn (lower clock and voltage), at the capped power.
+                t_pred = max(t_pred, self.cap_kappa * dyn / (lim - self.pi0_w))
+                e_pred = lim * t_pred
+            else:
+                t_pred = dyn / (lim - self.pi0_w)
+                e_pred = self.pi0_w * t_pred + dyn
         rel = math.hypot(self.model_sigma_predicted, 0.0)
         ci_pred = _Z95 * math.sqrt(self._param_var(c, t_pred) + (rel * e_pred) ** 2)
         out = MlPrediction(
@@ -566,7 +579,8 @@ def calibrate(
     m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCounts]], *, variant: Variant = "frozen"
 ) -> MlModel:
     """The frozen protocol (docs/roofline.md §10b), on calibration kernels only; or, with
-    ``variant="posthoc-cap"``, the post-hoc variant of :func:`calibrate_posthoc`.
+    ``variant="posthoc-cap"``, the post-hoc variant of :func:`calibrate_posthoc`; with ``variant="v2"``,
+    protocol v2 (:func:`archline.model.ml_v2.calibrate_v2`).
 
     1. η per class (tensor, CUDA core, memory): the median of T_roofline/T_measured over the
        calibration kernels the class bounds (1 where none is).
@@ -578,8 +592,12 @@ def calibrate(
     """
     if variant == "posthoc-cap":
         return calibrate_posthoc(m, kernels)
+    if variant == "v2":
+        from archline.model.ml_v2 import calibrate_v2
+
+        return calibrate_v2(m, kernels)
     if variant != "frozen":
-        raise InputError(f"model: unknown protocol variant {variant!r} (frozen or posthoc-cap)")
+        raise InputError(f"model: unknown protocol variant {variant!r} (frozen, posthoc-cap or v2)")
     cal = _calibration(kernels)
     m, ratios = _fit_eta(m, cal)
     terms, scores = _choose_terms(m, cal)

@@ -24,6 +24,7 @@ from archline.model.ml import (
     machine,
     score,
 )
+from archline.model.ml_v2 import V2_LABEL, calibrate_v2
 from archline.model.parameters import ParameterSet
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "ML_POSTHOC_PREDICTIONS_TABLE",
     "ML_PREDICTIONS_TABLE",
     "ML_TABLE",
+    "ML_V2_FILE",
+    "ML_V2_PREDICTIONS_TABLE",
     "MlRun",
     "analyze_ml_run",
     "load_ml_model",
@@ -48,6 +51,9 @@ ML_PREDICTIONS_TABLE = "roofline_ml_predictions.csv"
 #: The post-hoc variant's files, written beside the frozen ones (never over them).
 ML_POSTHOC_FILE = "roofline_ml_posthoc.json"
 ML_POSTHOC_PREDICTIONS_TABLE = "roofline_ml_posthoc_predictions.csv"
+#: Protocol v2's files (docs/roofline.md §10e), beside the others.
+ML_V2_FILE = "roofline_ml_v2.json"
+ML_V2_PREDICTIONS_TABLE = "roofline_ml_v2_predictions.csv"
 #: The five kernels of the earlier held-out set that stay held out; the other classic kernels calibrate.
 CLASSIC_HELDOUT: tuple[str, ...] = (
     "triad.fp32.n134217728",
@@ -60,7 +66,8 @@ CLASSIC_HELDOUT: tuple[str, ...] = (
 
 class MlRun:
     """A run's calibrated ML model and its scores on the calibration and held-out kernels; ``posthoc`` is the
-    post-hoc variant's (:func:`archline.model.ml.calibrate_posthoc`), scored on the same kernels."""
+    post-hoc variant's (:func:`archline.model.ml.calibrate_posthoc`) and ``v2`` protocol v2's
+    (:func:`archline.model.ml_v2.calibrate_v2`), scored on the same kernels."""
 
     def __init__(
         self,
@@ -69,9 +76,11 @@ class MlRun:
         heldout: MlScore,
         notes: list[str],
         posthoc: MlRun | None = None,
+        v2: MlRun | None = None,
     ) -> None:
         self.model, self.calibration, self.heldout, self.notes = model, calibration, heldout, notes
         self.posthoc = posthoc
+        self.v2 = v2
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -132,9 +141,9 @@ def _kernels(d: Path) -> tuple[list[tuple[MeasuredKernel, MlCounts]], list[str]]
 def analyze_ml_run(run_dir: str | os.PathLike[str], params: ParameterSet, *, write: bool = True) -> MlRun | None:
     """Calibrate on the run's calibration kernels, score the held-out ones; None if the run has no ML table.
 
-    The frozen protocol gives the run's model; the post-hoc variant is calibrated from the same
-    machine and kernels and returned as ``posthoc``. With ``write``, both are written
-    (:func:`write_ml_run`).
+    The frozen protocol gives the run's model; the post-hoc variant and protocol v2 are calibrated
+    from the same machine and kernels and returned as ``posthoc`` and ``v2``. With ``write``, all are
+    written (:func:`write_ml_run`).
     """
     d = Path(run_dir)
     if not (d / ML_TABLE).is_file():
@@ -146,23 +155,31 @@ def analyze_ml_run(run_dir: str | os.PathLike[str], params: ParameterSet, *, wri
     m = calibrate(base, pairs)
     ph = calibrate_posthoc(base, pairs)
     posthoc = MlRun(ph, score(ph, pairs, "calibration"), score(ph, pairs, "heldout"), notes)
-    run = MlRun(m, score(m, pairs, "calibration"), score(m, pairs, "heldout"), notes, posthoc)
+    m2 = calibrate_v2(base, pairs)
+    v2 = MlRun(m2, score(m2, pairs, "calibration"), score(m2, pairs, "heldout"), notes)
+    run = MlRun(m, score(m, pairs, "calibration"), score(m, pairs, "heldout"), notes, posthoc, v2)
     if write:
         write_ml_run(d, run)
     return run
 
 
-def write_ml_run(run_dir: str | os.PathLike[str], run: MlRun, *, frozen: bool = True, posthoc: bool = True) -> None:
-    """Write the frozen model's files (``frozen``) and the post-hoc variant's (``posthoc``, if the run has one)."""
+def write_ml_run(
+    run_dir: str | os.PathLike[str], run: MlRun, *, frozen: bool = True, posthoc: bool = True, v2: bool = True
+) -> None:
+    """Write the frozen model's files (``frozen``), the post-hoc variant's (``posthoc``) and protocol v2's (``v2``)."""
     from archline.records import atomic_write_text
 
     d = Path(run_dir)
-    variants = [(run, ML_MODEL_FILE, ML_PREDICTIONS_TABLE)] if frozen else []
+    variants: list[tuple[MlRun, str, str, str | None]] = []
+    if frozen:
+        variants.append((run, ML_MODEL_FILE, ML_PREDICTIONS_TABLE, None))
     if posthoc and run.posthoc is not None:
-        variants.append((run.posthoc, ML_POSTHOC_FILE, ML_POSTHOC_PREDICTIONS_TABLE))
-    for r, model_file, table in variants:
+        variants.append((run.posthoc, ML_POSTHOC_FILE, ML_POSTHOC_PREDICTIONS_TABLE, "posthoc-cap"))
+    if v2 and run.v2 is not None:
+        variants.append((run.v2, ML_V2_FILE, ML_V2_PREDICTIONS_TABLE, "v2"))
+    for r, model_file, table, variant in variants:
         _write_csv(d / table, ml_prediction_rows(r))
-        text = json.dumps(ml_model_json(r, posthoc=r is not run), indent=1, default=_jd) + "\n"
+        text = json.dumps(ml_model_json(r, variant=variant), indent=1, default=_jd) + "\n"
         atomic_write_text(d / model_file, text)
 
 
@@ -202,15 +219,26 @@ def _summary(s: MlScore) -> dict[str, Any]:
     }
 
 
-def ml_model_json(run: MlRun, *, posthoc: bool = False) -> dict[str, Any]:
-    """The model file's content: the machine, the choices and both summaries (the post-hoc one labelled so)."""
+def _model_dict(m: MlModel) -> dict[str, Any]:
+    """The model's fields; v2's two only where they are set, so earlier variants' files stay as they were."""
+    d = asdict(m)
+    if not math.isfinite(m.cap_kappa) and m.time_source == "roofline":
+        d.pop("cap_kappa")
+        d.pop("time_source")
+    return d
+
+
+def ml_model_json(run: MlRun, *, posthoc: bool = False, variant: str | None = None) -> dict[str, Any]:
+    """The model file's content: the machine, the choices and both summaries (a variant labelled as such)."""
     head: dict[str, Any] = {"schema": "archline.ml_model", "schema_version": 1}
-    if posthoc:
+    if posthoc or variant == "posthoc-cap":
         head |= {"variant": "posthoc-cap", "label": POSTHOC_LABEL}
+    elif variant == "v2":
+        head |= {"variant": "v2", "label": V2_LABEL}
     out: dict[str, Any] = _clean(
         {
             **head,
-            "model": asdict(run.model),
+            "model": _model_dict(run.model),
             "calibration": _summary(run.calibration),
             "heldout": _summary(run.heldout),
             "notes": run.notes,
@@ -263,6 +291,8 @@ def load_ml_model(path: str | os.PathLike[str]) -> MlModel:
             model_sigma_predicted=f(raw["model_sigma_predicted"]),
             time_sigma=f(raw["time_sigma"]),
             choices=dict(raw.get("choices") or {}),
+            cap_kappa=f(raw.get("cap_kappa")),
+            time_source=str(raw.get("time_source") or "roofline"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{p}: malformed ML model ({exc})") from None

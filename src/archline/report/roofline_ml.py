@@ -20,6 +20,8 @@ from archline.model.ml_run import (
     ML_POSTHOC_PREDICTIONS_TABLE,
     ML_PREDICTIONS_TABLE,
     ML_TABLE,
+    ML_V2_FILE,
+    ML_V2_PREDICTIONS_TABLE,
     analyze_ml_run,
     ml_model_json,
     ml_prediction_rows,
@@ -28,9 +30,10 @@ from archline.model.parameters import ParameterSet
 from archline.report.doc import Block, Bullets, Cell, Heading, Missing, Para, SortKey, Table
 from archline.report.fmt import fmt_sig, is_number
 
-__all__ = ["FROZEN_TITLE", "POSTHOC_TITLE", "MlRecord", "ml_section", "read_ml_records"]
+__all__ = ["FROZEN_TITLE", "POSTHOC_TITLE", "V2_TITLE", "MlRecord", "ml_section", "read_ml_records"]
 
 FROZEN_TITLE = "Machine-learning kernels: the counted model (frozen protocol)"
+V2_TITLE = "Protocol v2 (frozen before its scoring runs): observed cap, capped dynamic energy κ, time source"
 POSTHOC_TITLE = "Post hoc: the cap at the observed capped power, terms chosen on the uncapped calibration kernels"
 _TARGET_MEASURED = "≤ 5 %"
 _TARGET_PREDICTED = "≤ 12 %"
@@ -392,4 +395,41 @@ def ml_section(run_dir: Path, params: ParameterSet | None, manifest_gpu: Mapping
     blocks = _frozen_blocks(frozen, _board(manifest_gpu))
     if posthoc is not None:
         blocks += _posthoc_blocks(posthoc, frozen)
+    if (run_dir / ML_V2_FILE).is_file() and (run_dir / ML_V2_PREDICTIONS_TABLE).is_file():
+        from archline.records import read_csv
+
+        v2 = MlRecord(
+            json.loads((run_dir / ML_V2_FILE).read_text()), read_csv(run_dir / ML_V2_PREDICTIONS_TABLE), ML_V2_FILE
+        )
+        blocks += _v2_blocks(v2)
     return blocks
+
+
+def _v2_blocks(rec: MlRecord) -> list[Block]:
+    """Protocol v2 (docs/roofline.md §10e), shown only where the run wrote its files."""
+    m = rec.model.get("model") or {}
+    c = m.get("choices") or {}
+    kk: Mapping[str, Any] = c.get("cap_kappa_kernels") or {}
+    sc: Mapping[str, Any] = c.get("time_source_scores_median_abs_error_predicted_time") or {}
+    label = str(rec.model.get("label") or c.get("label") or "protocol v2")
+    return [
+        Heading(V2_TITLE, 4),
+        Para(
+            f"**{label}.** The post-hoc rules (a) and (b) above, plus (c) κ: a kernel whose predicted power exceeds "
+            "the cap spends κ·E_dyn at the capped power, T = max(T, κ·E_dyn/(P_cap − π0)); (d) the predicted time "
+            "starts from the time roofline or from Nsight Compute's duration, whichever the calibration kernels "
+            f"favour ({rec.source})."
+        ),
+        Bullets(
+            (
+                f"Cap: {_f(c.get('capped_power_w')):.1f} W; κ = {_f(c.get('cap_kappa')):.3f}, the median "
+                f"(E − π0·T)/E_dyn of {len(kk)} capped calibration kernels.",
+                f"Time source: {c.get('time_source')} ("
+                + ", ".join(f"{k} {100 * _f(v):.2f} %" for k, v in sc.items())
+                + " median |error| at predicted time on calibration).",
+                f"Terms chosen on the uncapped calibration kernels: {'+'.join(m.get('terms') or []) or 'base'}.",
+            )
+        ),
+        _summary_table(rec, "Protocol v2 against the targets"),
+        _kernel_table(rec, "Protocol v2, every kernel"),
+    ]
