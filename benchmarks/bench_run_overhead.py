@@ -3,7 +3,7 @@
 Usage (GPU machine):
     python benchmarks/bench_run_overhead.py [--gpu 0] [--reps 5] [--out DIR]
         [--workloads gemm,small,torch,launch] [--modes sensors,python,inject,duty]
-        [--duty 0.3/3] [--duty-mode detach] [--min-block-s 0]
+        [--duty 0.3/3] [--duty-mode detach] [--min-block-s 0] [--cpus auto|none|LIST] [--warmup-child]
 
 Target: every figure within ±3 % (two-sided: a speed-up beyond 3 % is noise the run cannot
 resolve, NOISE, not a pass). Each figure is the change of a median time against the median
@@ -32,8 +32,20 @@ kernels of two kinds (``launch``, the program of benchmarks/validate_duty.py in 
   without recording (``traced`` and ``untraced`` figures, informative, not pass/fail).
 * ``once``: as ``duty``, but CUPTI is detached after the first ON period and never attached again:
   whether a detached CUPTI leaves any cost behind.
-In the child-process runs the order of the modes rotates from one repetition to the next, so
-that a drift of the GPU's clocks or temperature does not fall on one mode.
+In the child-process runs the order of the modes rotates from one repetition to the next (ABBA
+with two modes), so that a drift of the GPU's clocks or temperature does not fall on one mode.
+
+How a child-process figure is judged: each repetition is a pair (the mode's run and the run
+without recording of the same repetition); the figure is the Hodges-Lehmann estimate of the
+pairs' changes (the median of their pairwise means, on log ratios) with its signed-rank interval
+(distribution-free, ~90 %), printed with the baseline's spread. PASS when the estimate lies
+within ±3 % (FAIL above, NOISE below). The block, not the median loop, is judged: a duty cycle
+puts its cost into the few loops it traces, which a median over loops would not see; the median
+loop is printed for information. For ``auto`` the block should span whole duty periods
+(``--min-block-s`` >= AUTO_DUTY_MS's period): any window of one period holds the same traced
+share, whatever the phase. The children are pinned to one fixed set of CPUs (``--cpus auto``:
+the upper half of this process's CPUs; this process keeps the rest), identical in every mode:
+a Python-launch-bound program's step time depends on where its threads run.
 
 Prints every figure with PASS/FAIL; exits 0 only if all pass.
 """
@@ -55,10 +67,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from archline.errors import CUPTIUnavailableError
-from archline.measurement.attribute.api import Attribution
-
 LIMIT = 0.03
+#: The signed-rank interval's nominal coverage.
+LEVEL = 0.90
 MODES = ("sensors", "python", "inject", "duty", "once", "auto")
 Workload = tuple[str, Callable[[], None]]
 
@@ -190,9 +201,13 @@ def timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def child_main(name: str, loops: int) -> int:
+def child_main(name: str, loops: int, cpus: list[int] | None = None) -> int:
     """The workload alone, as a child process: warm up, time one block of ``loops`` loops, print it as JSON
-    with the Unix time (ns) at the block's start and at the end of each loop."""
+    with the Unix time (ns) at the block's start and at the end of each loop, and the seconds from
+    here to the block's start (imports, set-up, warm-up: what each child costs besides its block)."""
+    t_start = time.perf_counter()
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # before any thread starts: all of them inherit it
     load = WORKLOADS[name]()
     if load is None:
         return 3
@@ -204,8 +219,109 @@ def child_main(name: str, loops: int) -> int:
         fn()
         stamps.append(time.time_ns())
     block = time.perf_counter() - t0
-    print(json.dumps({"block_s": block, "stamps_ns": stamps}), flush=True)
+    print(json.dumps({"block_s": block, "stamps_ns": stamps, "setup_s": t0 - t_start}), flush=True)
     return 0
+
+
+def parse_cpus(text: str) -> list[int]:
+    """CPU numbers from ``0-3,8,10-11``."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return sorted(set(out))
+
+
+def split_cpus(allowed: list[int], spec: str) -> tuple[list[int], list[int]]:
+    """(the children's CPUs, this process's CPUs) for ``--cpus``: ``none`` (no pinning: two empty
+    lists), ``auto`` (the upper half of ``allowed`` for the children, at least 2 and at most 8, the
+    rest here; no pinning with fewer than 4 CPUs) or a list (the children's; the rest here)."""
+    cpus = sorted(allowed)
+    if spec == "none":
+        return [], []
+    if spec == "auto":
+        if len(cpus) < 4:
+            return [], []
+        k = max(2, min(8, len(cpus) // 2))
+        return cpus[-k:], cpus[:-k]
+    child = [c for c in parse_cpus(spec) if c in cpus]
+    if not child:
+        raise ValueError(f"--cpus {spec}: none of these CPUs is allowed here ({cpus})")
+    return child, [c for c in cpus if c not in child] or cpus
+
+
+# ---------------------------------------------------------------- paired statistics
+
+
+def pair_changes(base: list[float], other: list[float]) -> list[float]:
+    """Relative change of each repetition's run against the baseline run of the same repetition."""
+    if len(base) != len(other):
+        raise ValueError("paired runs: as many baseline runs as runs with recording")
+    return [o / b - 1.0 for b, o in zip(base, other, strict=True)]
+
+
+def _signed_rank_cdf(n: int) -> list[float]:
+    """P(W+ <= w), w = 0 .. n(n+1)/2, for the Wilcoxon signed-rank statistic of n pairs without ties."""
+    counts = [1] + [0] * (n * (n + 1) // 2)
+    for k in range(1, n + 1):
+        for w in range(len(counts) - 1, k - 1, -1):
+            counts[w] += counts[w - k]
+    total = float(2**n)
+    out, acc = [], 0
+    for c in counts:
+        acc += c
+        out.append(acc / total)
+    return out
+
+
+@dataclass(frozen=True)
+class PairedEstimate:
+    """Hodges-Lehmann estimate of paired relative changes and its signed-rank interval."""
+
+    centre: float
+    lo: float
+    hi: float
+    coverage: float  # the interval's exact coverage (distribution-free, symmetric differences)
+    n: int
+
+
+def paired_estimate(changes: list[float], level: float = LEVEL) -> PairedEstimate:
+    """Centre: the median of the Walsh averages of the pairs' log ratios; interval: the signed-rank
+    one, the widest order statistics of the Walsh averages whose coverage reaches ``level`` (all of
+    them, with their coverage, when too few pairs reach it). Back in relative change (exp - 1)."""
+    if not changes:
+        raise ValueError("no pairs")
+    d = [math.log1p(c) for c in changes]
+    n = len(d)
+    walsh = sorted((d[i] + d[j]) / 2 for i in range(n) for j in range(i, n))
+    m = len(walsh)
+    cdf = _signed_rank_cdf(n)
+    half = (1.0 - level) / 2
+    # 1-based k: the interval [W_(k), W_(m+1-k)] covers with 1 - 2 P(W+ <= k-1); the largest k that
+    # keeps P(W+ <= k-1) <= half, or k = 1 (all Walsh averages) when even that does not.
+    k = 1
+    while k < (m + 1) // 2 and cdf[k] <= half:
+        k += 1
+    lo, hi = walsh[k - 1], walsh[m - k]
+    coverage = 1.0 - 2.0 * cdf[k - 1]
+    return PairedEstimate(math.expm1(statistics.median(walsh)), math.expm1(lo), math.expm1(hi), coverage, n)
+
+
+def verdict(centre: float, limit: float = LIMIT) -> str:
+    """Two-sided: PASS within ±limit, FAIL at or above +limit, NOISE at or below -limit."""
+    if centre >= limit:
+        return "FAIL"
+    if centre <= -limit:
+        return "NOISE"
+    return "PASS"
+
+
+def spread(xs: list[float]) -> float:
+    """(max - min) / median."""
+    return (max(xs) - min(xs)) / statistics.median(xs)
 
 
 @dataclass
@@ -225,11 +341,8 @@ class Figure:
         """PASS only inside ±LIMIT: a speed-up beyond it is noise the run cannot resolve (NOISE)."""
         if not self.ok:
             return "FAIL"
-        if any(c >= LIMIT for c in self._judged()):
-            return "FAIL"
-        if any(c <= -LIMIT for c in self._judged()):
-            return "NOISE"
-        return "PASS"
+        v = [verdict(c) for c in self._judged()]
+        return "FAIL" if "FAIL" in v else "NOISE" if "NOISE" in v else "PASS"
 
     @property
     def passed(self) -> bool:
@@ -257,6 +370,9 @@ def _change(times: list[float], base: list[float]) -> float:
 
 
 def in_process(fn: Callable[[], None], modes: list[str], gpu: int, reps: int, out: Path, summary: Summary) -> None:
+    from archline.errors import CUPTIUnavailableError
+    from archline.measurement.attribute.api import Attribution
+
     base: list[float] = []
     times: dict[str, list[float]] = {m: [] for m in modes if m in ("sensors", "python")}
     records = 0
@@ -291,25 +407,29 @@ class ChildRun:
     wall_s: float
     block_s: float
     stamps_ns: list[int]
+    setup_s: float = 0.0
 
     def loops_s(self) -> list[tuple[float, float]]:
         """(start, end) Unix seconds of each loop of the block."""
         t = [s * 1e-9 for s in self.stamps_ns]
         return list(itertools.pairwise(t))
 
+    def median_loop_s(self) -> float:
+        """The block's median loop (the block itself without stamps)."""
+        loops = [b - a for a, b in self.loops_s()]
+        return statistics.median(loops) if loops else self.block_s
 
-def _run_child(name: str, env: dict[str, str], loops: int) -> ChildRun:
+
+def _run_child(name: str, env: dict[str, str], loops: int, cpus: list[int] | None = None) -> ChildRun:
+    cmd = [sys.executable, __file__, "--child", name, "--loops", str(loops)]
+    if cpus:
+        cmd += ["--cpus", ",".join(map(str, cpus))]
     t0 = time.perf_counter()
-    res = subprocess.run(
-        [sys.executable, __file__, "--child", name, "--loops", str(loops)],
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-        check=True,
-    )
+    res = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, check=True)
     wall = time.perf_counter() - t0
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    return ChildRun(wall, float(out["block_s"]), [int(x) for x in out.get("stamps_ns", [])])
+    stamps = [int(x) for x in out.get("stamps_ns", [])]
+    return ChildRun(wall, float(out["block_s"]), stamps, float(out.get("setup_s", 0.0)))
 
 
 def split_by_tracing(
@@ -342,8 +462,12 @@ def as_child(
     summary: Summary,
     loops: int = 1,
     duty: tuple[int, int, str] | None = None,
+    cpus: list[int] | None = None,
+    warmup_child: bool = False,
 ) -> None:
+    from archline.errors import CUPTIUnavailableError
     from archline.hw.cupti.inject import build_injection, injection_env, read_injection_output
+    from archline.measurement.attribute.api import Attribution
 
     env = dict(os.environ)
     lib: Path | None = None
@@ -366,45 +490,54 @@ def as_child(
         "ARCHLINE_CUPTI_DUTY_MODE": "detach",
         "ARCHLINE_CUPTI_DUTY_AUTO": f"{AUTO_PROBE_MS},{AUTO_RATE_PER_S:g}",
     }
-    _run_child(name, env, 1)  # warm up: kernel caches, page cache
+    if warmup_child:
+        _run_child(name, env, 1, cpus)  # this process has already run the workload: page cache warm
     base: list[ChildRun] = []
     times: dict[str, list[ChildRun]] = {m: [] for m in modes if m in ("sensors", "inject", "duty", "once", "auto")}
     traced: dict[str, Any] = {}
     intervals: dict[str, list[list[tuple[float, float]]]] = {}
     order = ["none", *times]
+    t_start = time.perf_counter()
     for rep in range(reps):
         k = rep % len(order)
         for mode in order[k:] + order[:k]:
             if mode == "none":
-                base.append(_run_child(name, env, loops))
+                base.append(_run_child(name, env, loops, cpus))
             elif mode == "sensors":
                 with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
-                    times["sensors"].append(_run_child(name, env, loops))
+                    times["sensors"].append(_run_child(name, env, loops, cpus))
             elif lib is not None:
                 d = out / f"{mode}-{name}-{rep}"
                 d.mkdir(parents=True, exist_ok=True)
                 extra = {"inject": {}, "duty": duty_env, "once": once_env, "auto": auto_env}[mode]
                 with Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3):
-                    times[mode].append(_run_child(name, {**env, **injection_env(lib, d), **extra}, loops))
+                    times[mode].append(_run_child(name, {**env, **injection_env(lib, d), **extra}, loops, cpus))
                 traced[mode] = read_injection_output(d)
                 if mode in ("duty", "once", "auto"):
                     intervals.setdefault(mode, []).append(traced[mode].traced or [])
-        done = {m: (base if m == "none" else times[m])[-1].block_s for m in order}
+        done = {m: (base if m == "none" else times[m])[-1].block_s for m in order if m == "none" or times[m]}
         print(f"  rep {rep}: " + ", ".join(f"{m} {t:.3f} s" for m, t in done.items()), flush=True)
         summary.blocks.setdefault(name, []).append(done)
     walls, blocks = [r.wall_s for r in base], [r.block_s for r in base]
     w, b = statistics.median(walls), statistics.median(blocks)
+    setup = statistics.median(r.setup_s for r in base)
     print(
-        f"child process ({loops} loop{'s' if loops > 1 else ''}): wall {w:.2f} s, block {b * 1e3:.1f} ms "
-        f"(spread {100 * (max(blocks) - min(blocks)) / b:.1f} %)"
+        f"child process ({loops} loop{'s' if loops > 1 else ''}): wall {w:.2f} s (set-up {setup:.1f} s), "
+        f"block {b * 1e3:.1f} ms (spread {100 * spread(blocks):.1f} %); "
+        f"{time.perf_counter() - t_start:.0f} s for {reps} repetitions; CPUs {_cpus_text(cpus)}"
     )
     for mode, ts in times.items():
         if not ts:
             print(f"  {mode}: not measured ({skipped})")
             continue
-        changes = {"wall": _change([r.wall_s for r in ts], walls), "block": _change([r.block_s for r in ts], blocks)}
+        paired = paired_estimate(pair_changes(blocks, [r.block_s for r in ts]))
+        changes = {"wall": paired_estimate(pair_changes(walls, [r.wall_s for r in ts])).centre, "block": paired.centre}
+        interval = f"block pairs {100 * paired.lo:+.2f} .. {100 * paired.hi:+.2f} %"
+        interval += f" ({100 * paired.coverage:.0f} %, n={paired.n})"
+        loop_med = paired_estimate(pair_changes([r.median_loop_s() for r in base], [r.median_loop_s() for r in ts]))
+        info = f"median loop {100 * loop_med.centre:+.2f} % (information)"
         if mode == "sensors":
-            fig = Figure("sensors only", changes)
+            fig = Figure("sensors only", changes, interval)
         else:
             tr = traced.get(mode)
             n = len(tr.records) if tr is not None else 0
@@ -428,11 +561,11 @@ def as_child(
             fig.ok = n > 0
             if mode == "auto":
                 fig.judged = ("block",)
-            spread = [r.block_s for r in ts]
-            fig.detail += f"; block spread {100 * (max(spread) - min(spread)) / statistics.median(spread):.1f} %"
+            fig.detail += f"; {interval}; block spread {100 * spread([r.block_s for r in ts]):.1f} %"
         if mode != "once":  # a diagnostic, not a figure to pass
             summary.add(mode, fig)
         print(fig.line())
+        print(f"    {info}")
         if mode in ("duty", "once", "auto") and loops > 1 and any(intervals.get(mode, [])):
             loop_base = statistics.median(x[1] - x[0] for r in base for x in r.loops_s())
             split = split_by_tracing(ts, intervals[mode], loop_base)
@@ -442,7 +575,25 @@ def as_child(
                 for k in ("traced", "untraced")
                 if k in split
             ]
+            own = traced_vs_own_untraced(ts, intervals[mode])
+            if own is not None:
+                parts.append(f"traced vs the same process's untraced loops {100 * own:+.2f} %")
             print(f"    per loop vs no recording: {', '.join(parts)}")
+
+
+def traced_vs_own_untraced(runs: list[ChildRun], traced: list[list[tuple[float, float]]]) -> float | None:
+    """Median over runs of (median traced loop / median untraced loop of the same run) - 1: the cost of
+    tracing without the spread between processes (None where no run has both kinds of loops)."""
+    ratios = []
+    for run, iv in zip(runs, traced, strict=True):
+        split = split_by_tracing([run], [iv], 1.0)
+        if "traced" in split and "untraced" in split:
+            ratios.append((1.0 + split["traced"]) / (1.0 + split["untraced"]) - 1.0)
+    return statistics.median(ratios) if ratios else None
+
+
+def _cpus_text(cpus: list[int] | None) -> str:
+    return ",".join(map(str, cpus)) if cpus else "not pinned"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -457,11 +608,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--min-block-s", type=float, default=0.0, help="repeat each workload's loop in a block lasting at least this"
     )
+    ap.add_argument(
+        "--cpus",
+        default="auto",
+        help="pin every child to these CPUs (e.g. 8-15), the same in every mode; auto: the upper half of "
+        "this process's CPUs (it keeps the rest); none: no pinning",
+    )
+    ap.add_argument("--warmup-child", action="store_true", help="run one unmeasured child per workload first")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--loops", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        return child_main(args.child, args.loops)
+        return child_main(args.child, args.loops, parse_cpus(args.cpus) if args.cpus not in ("auto", "none") else None)
     names = [w for w in args.workloads.split(",") if w]
     modes = [m for m in args.modes.split(",") if m]
     bad = [w for w in names if w not in WORKLOADS] + [m for m in modes if m not in MODES]
@@ -478,6 +636,22 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         os.environ["CUDA_VISIBLE_DEVICES"] = str(args.gpu)
     out = args.out or Path(tempfile.mkdtemp(prefix="archline-overhead-"))
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        child_cpus, own_cpus = split_cpus(sorted(os.sched_getaffinity(0)), args.cpus)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if own_cpus:
+        os.sched_setaffinity(0, own_cpus)  # the sensors' threads too, away from the children's CPUs
+    from archline.measurement.attribute.run import AUTO_DUTY_MS
+
+    if "auto" in modes and args.min_block_s < AUTO_DUTY_MS[1] / 1e3:
+        print(
+            f"note: blocks shorter than the automatic duty period ({AUTO_DUTY_MS[1] / 1e3:g} s) hold a traced share "
+            "that depends on the phase; --min-block-s "
+            f"{AUTO_DUTY_MS[1] / 1e3:g} makes it the same in every block"
+        )
+    t_all = time.perf_counter()
     summary = Summary()
     for name in names:
         load = WORKLOADS[name]()
@@ -491,13 +665,14 @@ def main(argv: list[str] | None = None) -> int:
         if "sensors" in modes or "python" in modes:
             in_process(fn, modes, args.gpu, args.reps, out, summary)
         if any(m in modes for m in ("sensors", "inject", "duty", "once", "auto")):
-            as_child(name, modes, args.gpu, args.reps, out, summary, loops, duty)
+            as_child(name, modes, args.gpu, args.reps, out, summary, loops, duty, child_cpus, args.warmup_child)
     worst = ", ".join(
         f"{m} {100 * max(v, key=abs):+.2f} % {'PASS' if all(-LIMIT < x < LIMIT for x in v) else 'FAIL'}"
         for m, v in summary.figures.items()
     )
     print(f"worst per mode: {worst}")
     print(f"overall: {'FAIL' if summary.failed else 'PASS'} (every figure < {100 * LIMIT:.0f} %); runs in {out}")
+    print(f"took {time.perf_counter() - t_all:.0f} s")
     (out / "overhead_summary.json").write_text(
         json.dumps(
             {

@@ -21,7 +21,8 @@
 #   latency         archline characterize --only lat (pointer-chase latency alone)
 #   model           benchmarks/validate_model_ml.py on the roofline step's run (the frozen model's scores)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
-#                   training and a decode loop; 5 alternating repetitions)
+#                   training and a decode loop; 7 alternating pairs of 10 s blocks, children pinned;
+#                   ~5-6 min per workload: pass OVERHEAD_WORKLOADS=one per call)
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
 #   noderun         benchmarks/validate_node.py --only run: archline run --gpu all over a 2-rank torchrun DDP
 #                   transformer job (~20 s): per GPU, its rows vs its own energy counter, kernel and NCCL rows
@@ -91,7 +92,7 @@ for s in "$@"; do
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
     model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;
     probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
-    overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps 5 --min-block-s ${OVERHEAD_BLOCK_S:-8} --out /tmp/archline-overhead
+    overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} --min-block-s ${OVERHEAD_BLOCK_S:-10} --out /tmp/archline-overhead
               mkdir -p "$R/run/overhead-auto" && cp /tmp/archline-overhead/overhead_summary.json "$OUT/logs/overhead.log" "$R/run/overhead-auto/" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     noderun) step noderun 230 python3 "$B/validate_node.py" --out "$R/noderun" --only run --budget-s 220 ;;

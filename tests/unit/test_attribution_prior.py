@@ -130,7 +130,8 @@ def test_priors_from_replay_rows_and_results():
     p = priors_from_replay(rows)
     assert set(p) == {"gemm", "noisy"}
     assert p["gemm"].energy_per_call_j == pytest.approx(0.5)
-    assert p["gemm"].sd_j == pytest.approx(0.15 * 0.5)  # the floor, not the replay's 0.005
+    assert p["gemm"].sd_j == pytest.approx(0.005)  # the replay's own σ: the attribution calibrates the rest
+    assert priors_from_replay(rows, min_rel_sd=0.15)["gemm"].sd_j == pytest.approx(0.15 * 0.5)  # a floor on request
     assert p["noisy"].sd_j == pytest.approx(0.5)
     res = ReplayResult(2.0, 0.01, 0.01, rows=[ReplayRow("k", "kernel", 2, 0.001, 0.4, 0.004, 400.0)])
     assert priors_from_replay(res)["k"].energy_per_call_j == pytest.approx(0.2)

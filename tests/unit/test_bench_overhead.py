@@ -41,3 +41,71 @@ def test_a_run_without_traced_periods_has_only_untraced_loops(bench):
     run = bench.ChildRun(wall_s=1.0, block_s=0.3, stamps_ns=[0, 100_000_000, 200_000_000, 300_000_000])
     split = bench.split_by_tracing([run], [[]], base_loop_s=0.1)
     assert "traced" not in split and split["untraced"] == pytest.approx(0.0) and split["n_untraced"] == 3
+
+
+def test_pairs_compare_each_repetition_with_its_own_baseline(bench):
+    assert bench.pair_changes([1.0, 2.0], [1.1, 1.9]) == pytest.approx([0.1, -0.05])
+    with pytest.raises(ValueError):
+        bench.pair_changes([1.0], [1.0, 2.0])
+
+
+def test_signed_rank_distribution_matches_its_table(bench):
+    cdf = bench._signed_rank_cdf(7)
+    assert len(cdf) == 29 and cdf[-1] == pytest.approx(1.0)
+    # P(W+ <= w) for n = 7: 1, 2, 3, 5, 7 of 128 subsets.
+    assert [round(c * 128) for c in cdf[:5]] == [1, 2, 3, 5, 7]
+
+
+def test_paired_estimate_centre_and_interval(bench):
+    # Seven pairs: the baseline drifts by ±13 % between repetitions, the cost is 2 % in every pair;
+    # the pairs see only the cost (a comparison of medians would see the drift).
+    base = [1.0, 1.13, 0.87, 1.05, 0.95, 1.1, 0.9]
+    other = [b * 1.02 * (1 + e) for b, e in zip(base, [0.001, -0.002, 0.0, 0.003, -0.001, 0.002, -0.003], strict=True)]
+    est = bench.paired_estimate(bench.pair_changes(base, other))
+    assert est.centre == pytest.approx(0.02, abs=0.002)
+    assert est.lo <= est.centre <= est.hi and est.hi - est.lo < 0.01
+    # n = 7 at 90 %: the 4th smallest and 4th largest of the 28 Walsh averages, coverage 1 - 10/128.
+    assert est.n == 7 and est.coverage == pytest.approx(1 - 10 / 128)
+    assert bench.verdict(est.centre) == "PASS"
+
+
+def test_paired_estimate_is_robust_to_one_wild_pair(bench):
+    changes = [0.01, 0.012, 0.009, 0.011, 0.5, 0.01, 0.008]
+    est = bench.paired_estimate(changes)
+    assert est.centre < 0.02 and est.hi >= 0.011
+
+
+def test_too_few_pairs_give_every_walsh_average_and_say_how_sure(bench):
+    est = bench.paired_estimate([0.01, 0.03, 0.02])
+    assert (est.lo, est.hi) == pytest.approx((0.01, 0.03), abs=1e-9)
+    assert est.coverage == pytest.approx(1 - 2 / 8)
+
+
+def test_verdict_is_two_sided(bench):
+    assert [bench.verdict(c) for c in (0.029, 0.03, -0.029, -0.03)] == ["PASS", "FAIL", "PASS", "NOISE"]
+    fig = bench.Figure("x", {"wall": 0.08, "block": 0.01}, judged=("block",))
+    assert fig.verdict == "PASS"
+    fig = bench.Figure("x", {"block": -0.05})
+    assert fig.verdict == "NOISE"
+
+
+def test_cpus_split_between_the_children_and_this_process(bench):
+    assert bench.parse_cpus("0-3,8, 10-11") == [0, 1, 2, 3, 8, 10, 11]
+    assert bench.split_cpus(list(range(16)), "auto") == (list(range(8, 16)), list(range(8)))
+    assert bench.split_cpus(list(range(6)), "auto") == ([3, 4, 5], [0, 1, 2])
+    assert bench.split_cpus([0, 1], "auto") == ([], [])
+    assert bench.split_cpus(list(range(16)), "none") == ([], [])
+    assert bench.split_cpus(list(range(4)), "2-3,9") == ([2, 3], [0, 1])
+    with pytest.raises(ValueError):
+        bench.split_cpus([0, 1], "5")
+
+
+def test_traced_loops_against_the_same_process_untraced_loops(bench):
+    stamps = [0.0]
+    while stamps[-1] < 3.0:
+        a = stamps[-1]
+        stamps.append(a + (0.12 if a >= 1.0 and a + 0.12 <= 1.5 else 0.1))
+    run = bench.ChildRun(wall_s=4.0, block_s=stamps[-1], stamps_ns=[round(t * 1e9) for t in stamps])
+    assert bench.traced_vs_own_untraced([run], [[(1.0, 1.5)]]) == pytest.approx(0.2)
+    assert bench.traced_vs_own_untraced([run], [[]]) is None
+    assert run.median_loop_s() == pytest.approx(0.1)

@@ -417,9 +417,11 @@ static uint8_t *put(uint8_t *p, CUpti_ActivityKind kind, uint64_t start, const c
   return p + rec_size(r);
 }
 
+static size_t first_buffer = 0;
+
 static void report(void) {
-  printf("finalize=%d subscribe=%d finalize_off_main=%d calls_detached=%d\n", n_finalize, n_subscribe,
-         finalize_off_main, calls_detached);
+  printf("finalize=%d subscribe=%d finalize_off_main=%d calls_detached=%d first_buffer=%zu\n", n_finalize,
+         n_subscribe, finalize_off_main, calls_detached, first_buffer);
 }
 
 /* argv: OUT [DUTY_MS [MODE [calls|quiet]]]: with "calls", the program makes a CUDA call each ms. */
@@ -436,6 +438,14 @@ int main(int argc, char **argv) {
   uint64_t t = realtime_ns() + 1000000;
   uint8_t *buf; size_t size, max;
   buffer_requested(&buf, &size, &max);
+  first_buffer = size;
+  /* The automatic duty cycle's probe hands out small buffers; 10 004 records need a full-size one. */
+  int own = size < (4u << 20);
+  if (own) {
+    free(buf);
+    size = 8u << 20;
+    buf = calloc(1, size);
+  }
   uint8_t *p = buf;
   for (uint64_t i = 0; i < 10000; ++i)
     p = put(p, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 1000 * i, i % 2 ? name_b : name_a);
@@ -457,7 +467,7 @@ int main(int argc, char **argv) {
   ((KernelRecord *)cut)->end = 0;
   buffer_completed(NULL, 0, buf, size, (size_t)(p - buf));
   uint8_t *again; buffer_requested(&again, &size, &max);
-  if (again != buf || again[0] != 0) return 2;  /* recycled, and zeroed */
+  if ((!own && again != buf) || again[0] != 0) return 2;  /* recycled, and zeroed */
   strcpy(name_a, "reused_name");  /* a module unloaded, its name's memory reused */
   p = put(again, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 30000000, name_a);
   buffer_completed(NULL, 0, again, size, (size_t)(p - again));
@@ -537,12 +547,24 @@ def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_automatic_duty_cycle_cycles_a_launch_bound_program(tmp_path):
-    # 10 004 kernels in the 20 ms probe: far above 1000 launches/s, so tracing cycles and detaches.
+    # 10 004 kernels within 10 ms of their own timestamps: far above 1000 launches/s over the 20 ms
+    # window, so tracing cycles and detaches.
     trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "20,1000")
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is not None and len(trace.traced) >= 2
-    assert trace.traced[0][1] - trace.traced[0][0] > 0.018  # the probe traced its 20 ms in full
+    # The probe fired on the first buffer's records, not at the end of its 20 ms window: the first
+    # off-switch follows at once (the harness delivers that buffer as it starts).
+    assert trace.traced[0][1] - trace.traced[0][0] < 0.015
     assert n["finalize"] >= 1
+    # While probing, CUPTI got small buffers, so records (and the decision) come within ~5 000 launches.
+    assert n["first_buffer"] == 1 << 20
+
+
+def test_injection_library_hands_out_full_size_buffers_without_the_probe(tmp_path):
+    if not _cupti_available():
+        pytest.skip("CUPTI headers or a C compiler are not installed")
+    _, n = _run_harness(tmp_path, "10,30", "detach", "calls")
+    assert n["first_buffer"] == 8 << 20
 
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
@@ -551,7 +573,19 @@ def test_automatic_duty_cycle_keeps_tracing_a_program_below_the_rate(tmp_path):
     trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "20,1e12")
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is None  # never switched off: read as traced throughout
-    assert n["finalize"] == 0
+    assert n["finalize"] == 0 and n["first_buffer"] == 1 << 20
+
+
+@pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
+def test_automatic_duty_cycle_counts_by_the_records_own_time(tmp_path):
+    # The harness's first 10 000 kernels start 1 µs apart: 10 000 records within 10 ms of their own
+    # timestamps, delivered at once. Over a 20 ms window, 600 000/s allows 12 000 records (not
+    # reached: traced throughout); 400 000/s allows 8 000 (exceeded: cycled).
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "20,600000")
+    assert trace.traced is None and n["finalize"] == 0
+    (tmp_path / "b").mkdir()
+    trace, n = _run_harness(tmp_path / "b", "10,30", "detach", "calls", "20,400000")
+    assert trace.traced is not None and n["finalize"] >= 1
 
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")

@@ -58,7 +58,10 @@
  * In detach mode the periodic flush thread is not started: a flush racing cuptiFinalize can
  * crash; each off-switch flushes instead, and CUPTI's own flush period runs while attached.
  * $ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE" (with a duty cycle) traces in full and starts cycling
- * after the first PROBE_MS window that saw more than RATE kernels per second; else stays traced.
+ * as soon as the records show more than RATE x PROBE_MS / 1000 kernels, copies and memsets starting
+ * within one PROBE_MS window (by their own timestamps); else stays traced. While it probes, CUPTI
+ * gets small buffers, so that records reach the library (and the decision) within a few thousand
+ * launches rather than one full 8 MB buffer (about 39 000 kernel records).
  *
  * Build: cc -shared -fPIC -O2 -Wall -Wextra -I<cupti include> -I<cuda include> cupti_inject.c \
  *           -L<cupti lib> -l:libcupti.so.13 -Wl,-rpath,<cupti lib> -lpthread -ldl
@@ -139,6 +142,8 @@ _Static_assert(sizeof(struct act_rec) == 48, "activity record is 48 bytes");
 _Static_assert(sizeof(struct dev_rec) == 88, "device record is 88 bytes");
 
 #define BUFFER_BYTES (8u << 20)
+/* While the automatic duty cycle probes: about 4 800 kernel records (216 bytes each, CUDA 13). */
+#define PROBE_BUFFER_BYTES (1u << 20)
 #define POOL_MAX 8
 #define ACT_BATCH 8192
 #define NAMES_BYTES (256u << 10)
@@ -169,8 +174,21 @@ static size_t name_used = 0;
 static uint32_t next_name_id = 1;
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *pool[POOL_MAX];
+static uint8_t *pool[POOL_MAX]; /* buffers of BUFFER_BYTES */
 static int pool_n = 0;
+static uint8_t *probe_pool[POOL_MAX]; /* buffers of PROBE_BUFFER_BYTES */
+static int probe_pool_n = 0;
+
+/* The automatic duty cycle's probe ($ARCHLINE_CUPTI_DUTY_AUTO). auto_probing: 1 while it probes
+ * (atomic; the buffer size follows it). The window (out_mu): a tumbling window of auto_probe_ns of
+ * the records' own start times; more than auto_win_max records in one window fires the probe. */
+static int auto_probing = 0;
+static int auto_fired = 0; /* atomic: the probe saw a launch-bound window */
+static uint64_t auto_probe_ns = 0;
+static uint64_t auto_win_max = 0;
+static uint64_t auto_win_start = 0;
+static uint64_t auto_win_n = 0;
+static void auto_wake(void);
 
 static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flush_cv = PTHREAD_COND_INITIALIZER;
@@ -394,22 +412,29 @@ static void resolve_devices(void) {
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
   /* Runs on the thread that needs the buffer, possibly the launching one: only a pool pop. */
+  int small = __atomic_load_n(&auto_probing, __ATOMIC_RELAXED);
+  size_t bytes = small ? PROBE_BUFFER_BYTES : BUFFER_BYTES;
   uint8_t *b = NULL;
   pthread_mutex_lock(&pool_mu);
-  if (pool_n > 0) b = pool[--pool_n];
+  if (small && probe_pool_n > 0) b = probe_pool[--probe_pool_n];
+  if (!small && pool_n > 0) b = pool[--pool_n];
   pthread_mutex_unlock(&pool_mu);
-  if (b == NULL) b = calloc(1, BUFFER_BYTES); /* fresh pages are zero: no memset here */
+  if (b == NULL) b = calloc(1, bytes); /* fresh pages are zero: no memset here */
   *buffer = b;
-  *size = b != NULL ? BUFFER_BYTES : 0;
+  *size = b != NULL ? bytes : 0;
   *max_records = 0;
 }
 
 static void recycle(uint8_t *buffer, size_t size) {
-  if (size == BUFFER_BYTES) {
-    memset(buffer, 0, BUFFER_BYTES); /* here, on CUPTI's thread, rather than on a launching one */
+  if (size == BUFFER_BYTES || size == PROBE_BUFFER_BYTES) {
+    memset(buffer, 0, size); /* here, on CUPTI's thread, rather than on a launching one */
+    int small = size == PROBE_BUFFER_BYTES;
+    uint8_t **p = small ? probe_pool : pool;
+    int *n = small ? &probe_pool_n : &pool_n;
     pthread_mutex_lock(&pool_mu);
-    if (pool_n < POOL_MAX) {
-      pool[pool_n++] = buffer;
+    /* Probe buffers are kept only while the probe may still ask for them. */
+    if (*n < POOL_MAX && !(small && !__atomic_load_n(&auto_probing, __ATOMIC_RELAXED))) {
+      p[(*n)++] = buffer;
       buffer = NULL;
     }
     pthread_mutex_unlock(&pool_mu);
@@ -417,13 +442,24 @@ static void recycle(uint8_t *buffer, size_t size) {
   free(buffer);
 }
 
-/* Kernel records received so far (the automatic duty cycle's launch-rate probe). */
-static uint64_t kernels_seen = 0;
+/* One traced record starting at start_ns, while probing (out_mu held). Returns 1 when it fires. */
+static int auto_count(uint64_t start_ns) {
+  if (auto_win_n == 0 || start_ns >= auto_win_start + auto_probe_ns) {
+    auto_win_start = start_ns;
+    auto_win_n = 0;
+  }
+  if (++auto_win_n <= auto_win_max) return 0;
+  __atomic_store_n(&auto_probing, 0, __ATOMIC_RELEASE); /* full-size buffers from now on */
+  __atomic_store_n(&auto_fired, 1, __ATOMIC_RELEASE);
+  return 1;
+}
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size,
                                       size_t valid_size) {
   CUpti_Activity *rec = NULL;
   uint64_t incomplete = 0;
+  int probing = __atomic_load_n(&auto_probing, __ATOMIC_ACQUIRE);
+  int fired = 0;
   pthread_mutex_lock(&out_mu);
   while (out_fd >= 0 && cuptiActivityGetNextRecord(buffer, valid_size, &rec) == CUPTI_SUCCESS) {
     struct act_rec *a = &acts[n_acts];
@@ -431,7 +467,6 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
       case CUPTI_ACTIVITY_KIND_KERNEL:
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const KernelRecord *k = (const KernelRecord *)rec;
-        __atomic_add_fetch(&kernels_seen, 1, __ATOMIC_RELAXED);
         memset(a, 0, sizeof *a);
         a->kind = ACT_KERNEL;
         a->name_id = name_id(k->name);
@@ -483,6 +518,10 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
       continue;
     }
     if (a->device < MAX_DEVICES) devices_seen |= 1ull << a->device;
+    if (probing && auto_count(a->start_ns)) {
+      probing = 0;
+      fired = 1;
+    }
     if (++n_acts == ACT_BATCH) flush_acts();
   }
   flush_acts();
@@ -495,6 +534,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
   }
   pthread_mutex_unlock(&out_mu);
   recycle(buffer, size);
+  if (fired) auto_wake(); /* no lock held: the duty thread may be the one flushing */
 }
 
 /* ---------------------------------------------------------------- periodic flush */
@@ -726,23 +766,24 @@ static void set_tracing(int on) {
   if (!on && duty_detach && subscriber != NULL && detach()) attached = 0;
 }
 
-/* Automatic duty cycle ($ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE"): trace in full, and at the end of
- * every PROBE_MS window check the launch rate of that window; once a window saw more than RATE
- * kernels per second (a launch-bound phase: training or decoding after its set-up), start cycling.
- * Until then the program stays traced (CUPTI's per-launch cost is negligible at low rates), and
- * this thread flushes CUPTI's buffers at each check, in place of the flush thread (which must
- * not run in detach mode: a flush racing cuptiFinalize can crash). */
+/* Automatic duty cycle ($ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE"): trace in full until the records
+ * themselves show a launch-bound phase (auto_count, in buffer_completed: more than RATE x PROBE_MS
+ * records starting within one PROBE_MS window), then cycle at once. The decision follows the data,
+ * not a timer: the earlier version counted records handed over in each PROBE_MS window of wall
+ * time, and CUPTI hands a buffer over only when it is full or all its records are complete, so a
+ * launch-bound program whose first 8 MB buffer was not full at the end of the first window read
+ * as idle and stayed traced. Until it fires, this thread flushes CUPTI's complete buffers every
+ * PROBE_MS, in place of the flush thread (which must not run in detach mode: a flush racing
+ * cuptiFinalize can crash). */
 static long auto_probe_ms = 0;
-static double auto_rate = 0.0;
-static uint64_t auto_last = 0;
 
-/* After a probe window: 1 = launch-bound enough to cycle, 0 = keep tracing and probing. */
-static int auto_decide(void) {
-  cuptiActivityFlushAll(0);
-  uint64_t seen = __atomic_load_n(&kernels_seen, __ATOMIC_RELAXED);
-  double rate = (double)(seen - auto_last) / ((double)auto_probe_ms / 1e3);
-  auto_last = seen;
-  return rate > auto_rate;
+static int auto_has_fired(void) { return __atomic_load_n(&auto_fired, __ATOMIC_ACQUIRE); }
+
+/* Wake the duty thread: the probe fired (called from buffer_completed, holding no lock). */
+static void auto_wake(void) {
+  pthread_mutex_lock(&duty_mu);
+  pthread_cond_broadcast(&duty_cv);
+  pthread_mutex_unlock(&duty_mu);
 }
 
 static void *duty_loop(void *arg) {
@@ -753,13 +794,18 @@ static void *duty_loop(void *arg) {
   while (!duty_stop) {
     long ms = probing ? auto_probe_ms : on ? duty_on_ms : duty_period_ms - duty_on_ms;
     struct timespec ts = deadline(ms);
-    if (pthread_cond_timedwait(&duty_cv, &duty_mu, &ts) != ETIMEDOUT || duty_stop) continue;
+    int timed_out = 0;
+    while (!duty_stop && !timed_out && !(probing && auto_has_fired()))
+      timed_out = pthread_cond_timedwait(&duty_cv, &duty_mu, &ts) == ETIMEDOUT;
+    if (duty_stop) break;
     pthread_mutex_unlock(&duty_mu);
     resolve_devices();
     if (probing) {
-      probing = !auto_decide();
+      /* Buffers whose records are all complete: their records may fire the probe. */
+      if (!auto_has_fired()) cuptiActivityFlushAll(0);
+      probing = !auto_has_fired();
       pthread_mutex_lock(&duty_mu);
-      if (probing) continue; /* still traced in full: probe the next window */
+      if (probing) continue; /* still traced in full: probe on */
       pthread_mutex_unlock(&duty_mu);
     }
     on = !on;
@@ -785,7 +831,10 @@ static int duty_config(void) {
   double rate = 0.0;
   if (aut != NULL && sscanf(aut, "%ld,%lf", &probe, &rate) == 2 && probe > 0 && rate >= 0) {
     auto_probe_ms = probe;
-    auto_rate = rate;
+    auto_probe_ns = (uint64_t)probe * 1000000ull;
+    double most = rate * (double)probe / 1e3; /* records one window may hold without cycling */
+    auto_win_max = most < 1.8e19 ? (uint64_t)most : UINT64_MAX;
+    __atomic_store_n(&auto_probing, 1, __ATOMIC_RELEASE);
   }
   return 1;
 }

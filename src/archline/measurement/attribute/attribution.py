@@ -23,6 +23,7 @@ from archline.measurement.attribute.buffer_fit import buffer_design, power_bound
 from archline.measurement.attribute.design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
 from archline.measurement.attribute.fit import block_bootstrap, fit_powers
 from archline.measurement.attribute.prior import KernelPrior, dominance
+from archline.measurement.attribute.prior_fit import fit_priors
 from archline.measurement.attribute.rows import exact_row, inside, limit_note, merge_intervals, overlap_s, row_note
 from archline.measurement.attribute.windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
 from archline.measurement.sensor_model import SensorModel
@@ -58,8 +59,12 @@ class AttributionOptions:
     model (lag, averaging window, delay: :func:`archline.measurement.choose.choose_model`);
     None takes each reading as the mean power since the previous one.
     ``priors``: per kernel name, what replay or a counted model says of its energy per call;
-    other kernels get the weak pooled prior. ``power_limit_w``: the board's enforced limit;
-    no row's power is fitted above it × 1.05.
+    other kernels get the weak pooled prior. ``prior_scale``: ``fit`` calibrates each source's
+    priors on the run's windows (one in-context/isolated scale and one per-kernel spread, by
+    marginal likelihood: ``prior_fit.py``), and a row leaning on a calibrated prior whose interval
+    is within ``calibrated_max_rel_half`` of its energy is identifiable; ``fixed`` takes them as
+    given (replay's with a 15 % floor). ``power_limit_w``: the board's enforced limit; no row's
+    power is fitted above it × 1.05.
     """
 
     counter_source: str = "nvml.energy"
@@ -81,6 +86,8 @@ class AttributionOptions:
     buffer_model: SensorModel | None = None
     priors: Mapping[str, KernelPrior] | None = None
     power_limit_w: float | None = None
+    prior_scale: str = "fit"
+    calibrated_max_rel_half: float = 0.15
 
 
 def _windows(recording: Recording, opts: AttributionOptions, notes: list[str]) -> EnergyWindows:
@@ -263,6 +270,9 @@ def attribute_energy(
     psd = np.sqrt((opts.prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
     pm, psd, prior_src = prior_arrays(d, active, pm, psd, opts.priors or {})
+    pm, psd, scale_fits = fit_priors(opts.prior_scale, xa, y_short, pm, psd, prior_src)
+    notes += [f.note() for f in scale_fits]
+    calibrated = {f.source for f in scale_fits if f.calibrated}
     upper = power_bounds(d, active, opts.power_limit_w)
     fit = fit_powers(xa, y_short, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
@@ -344,6 +354,12 @@ def attribute_energy(
         method: RowMethod = "regression" if long_time[k] == 0 else ("integrated" if t_short == 0 else "mixed")
         identifiable = bool(t_short == 0 or weight[k] >= opts.min_data_weight)
         note = "" if identifiable else row_note(k, d.col_names, fit, active, src_of.get(k, "default"))
+        if not identifiable and src_of.get(k) in calibrated and e > 0:
+            # A prior calibrated on these windows is evidence too: narrow enough, the row is identified.
+            half = max(e - e_lo, e_hi - e) / e
+            if half <= opts.calibrated_max_rel_half:
+                identifiable = True
+                note = f"identified by its {src_of[k]} prior, calibrated on this run's windows (±{100 * half:.0f} %)"
         over = limit_note(opts.power_limit_w, bool(at_limit[k]), e / t_all if t_all > 0 else math.nan)
         if over:
             identifiable, note = False, over
@@ -411,5 +427,7 @@ def attribute_energy(
             "fit_window_count": int(xa.shape[0]),
             "power_limit_w": opts.power_limit_w,
             "priors": {d.col_names[k]: s_ for k, s_ in src_of.items() if s_ != "default"},
+            "prior_scale": opts.prior_scale,
+            "prior_fit": {f.source: f.to_json() for f in scale_fits},
         },
     )

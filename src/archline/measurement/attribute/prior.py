@@ -9,11 +9,15 @@ from typing import Any
 
 from archline.core.activity import demangle
 
-__all__ = ["KernelPrior", "dominance", "priors_from_replay"]
+__all__ = ["REPLAY_MIN_REL_SD", "REPLAY_TINY_REL_SD", "KernelPrior", "dominance", "priors_from_replay"]
 
 #: A replay's isolated energy carries the idle share of the replay and the timing of its
-#: neighbours (docs/replay.md): the prior is never taken as tighter than this fraction.
+#: neighbours (docs/replay.md): with ``prior_scale="fixed"`` a replay prior is never taken as
+#: tighter than this fraction (``"fit"`` calibrates the scale and spread on the run instead).
 REPLAY_MIN_REL_SD = 0.15
+#: The smallest relative spread ``priors_from_replay`` gives by default, so a replay without
+#: repeats (σ = 0) still makes a valid prior.
+REPLAY_TINY_REL_SD = 1e-3
 
 
 @dataclass(frozen=True)
@@ -36,13 +40,15 @@ class KernelPrior:
 
 
 def priors_from_replay(
-    rows: Iterable[Mapping[str, Any]] | Any, *, min_rel_sd: float = REPLAY_MIN_REL_SD
+    rows: Iterable[Mapping[str, Any]] | Any, *, min_rel_sd: float = REPLAY_TINY_REL_SD
 ) -> dict[str, KernelPrior]:
     """Priors from graph replay's isolated energies: a ``ReplayResult``, or the rows of ``replay.csv``.
 
     Names are demangled as the attribution's are. Each group's isolated energy per replay is
     divided by its nodes per step; the spread is the
-    larger of its measured σ and ``min_rel_sd`` of the energy. The lumped rest and copy groups give none.
+    larger of its measured σ and ``min_rel_sd`` of the energy (by default a tiny floor: how far the
+    isolated energy is from the in-context one is the attribution's to calibrate, see ``prior_fit.py``).
+    The lumped rest and copy groups give none.
     """
     if hasattr(rows, "rows"):
         rows = [r.to_row() for r in rows.rows]
@@ -63,7 +69,7 @@ def priors_from_replay(
         if n <= 0 or not math.isfinite(e) or e <= 0:
             continue
         e_call = e / n
-        sd = max(abs(s) / n if math.isfinite(s) else 0.0, min_rel_sd * e_call)
+        sd = max(abs(s) / n if math.isfinite(s) else 0.0, min_rel_sd * e_call, REPLAY_TINY_REL_SD * 1e-3 * e_call)
         out[names.get(name, name)] = KernelPrior(e_call, sd, "replay")
     return out
 

@@ -1,0 +1,341 @@
+"""Empirical-Bayes calibration of replay/model priors: one scale and spread per source, fitted on the run's windows.
+
+Model, for the columns ``R_g`` whose prior comes from source ``g`` (replay, a counted model):
+``p_k = s_g μ_k + δ_k``, ``δ_k ~ N(0, s_g² (ρ_g² μ_k² + σ_k²))``, with ``μ_k`` the prior's power,
+``σ_k`` its own measured spread, ``s_g`` the common in-context/isolated scale (flat prior) and
+``ρ_g`` the per-kernel relative spread shared by the source's columns. Every other column keeps
+its prior ``N(m_k, v_k)``. The windows give ``y = X p + e``, ``e ~ N(0, σ² I)``, so
+``y ~ N(X m, X T Xᵀ + σ² I)``; all of it is computed in the k×k form (Woodbury), never n×n.
+
+``s`` is integrated out under its flat prior (the restricted likelihood, whose maximum in ``s`` is
+the GLS estimate): a plain profile over ``s`` would favour small ``ρ`` whenever the windows see
+one mix only, because the direction ``s`` fits keeps its ``log det`` term. ``ρ`` is profiled on
+a log grid and the fit uses its one-sided 95 % upper bound, never the maximum itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import linalg, stats
+
+from archline.measurement.attribute.fit import ols_rss
+from archline.measurement.attribute.prior import REPLAY_MIN_REL_SD
+
+__all__ = [
+    "RHO_GRID",
+    "GaussianMarginal",
+    "ScaleFit",
+    "calibrate_priors",
+    "fit_priors",
+    "profile_rho",
+    "window_noise_var",
+]
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+#: Relative per-kernel spreads tried: 0.5 % … 100 %.
+RHO_GRID: F64 = np.geomspace(0.005, 1.0, 49).astype(np.float64)
+#: 2·Δℓ of a one-sided 95 % bound on one parameter (χ²₁ at 0.90).
+ONE_SIDED_95 = float(stats.chi2.ppf(0.90, 1))
+#: Fewer columns of a source than this cannot tell its scale from its spread: its priors stay as given.
+MIN_COLUMNS = 3
+
+
+@dataclass(frozen=True)
+class GaussianMarginal:
+    """The windows' marginal likelihood under a Gaussian prior on the columns' powers, in the k×k form.
+
+    ``y ~ N(X m, X diag(v) Xᵀ + σ² I)``; with ``D = diag(√v)`` and ``M = I + D XᵀX D / σ²``,
+    ``log|Σ| = n log σ² + log|M|`` and ``Σ⁻¹ = σ⁻² (I − X D M⁻¹ D Xᵀ / σ²)``.
+    """
+
+    g: F64
+    xty: F64
+    yty: float
+    n: int
+    sigma2: float
+
+    @classmethod
+    def of(cls, x: F64, y: F64, sigma2: float) -> GaussianMarginal:
+        return cls(x.T @ x, x.T @ y, float(y @ y), int(x.shape[0]), float(sigma2))
+
+    def _factor(self, v: F64) -> tuple[F64, tuple[F64, bool], float]:
+        d = np.sqrt(np.maximum(v, 0.0))
+        m = np.eye(d.size) + d[:, None] * self.g * d[None, :] / self.sigma2
+        cho = linalg.cho_factor(m, lower=True)
+        logdet = self.n * math.log(self.sigma2) + 2.0 * float(np.sum(np.log(np.diag(cho[0]))))
+        return d, cho, logdet
+
+    def _bilinear(self, d: F64, cho: tuple[F64, bool], uw: F64, xu: F64, xw: F64) -> F64:
+        """``uᵀ Σ⁻¹ w`` from ``uᵀw``, ``Xᵀu`` and ``Xᵀw`` (columns are vectors of window space)."""
+        a = d[:, None] * xu if xu.ndim == 2 else d * xu
+        b = d[:, None] * xw if xw.ndim == 2 else d * xw
+        out: F64 = (uw - a.T @ linalg.cho_solve(cho, b) / self.sigma2) / self.sigma2
+        return out
+
+    def loglik(self, m: F64, v: F64) -> float:
+        """``log N(y; X m, X diag(v) Xᵀ + σ² I)``."""
+        d, cho, logdet = self._factor(v)
+        xr = self.xty - self.g @ m
+        rr = self.yty - 2.0 * float(m @ self.xty) + float(m @ self.g @ m)
+        q = float(self._bilinear(d, cho, np.asarray(rr), xr, xr))
+        return -0.5 * (self.n * math.log(2.0 * math.pi) + logdet + q)
+
+    def restricted(self, m0: F64, a: F64, v: F64) -> tuple[float, F64, F64]:
+        """Mean ``m0 + a s`` with ``s`` (``a``: k × g) under a flat prior: the log of ``∫ N(y; ·) ds``,
+        the GLS ``ŝ`` and its covariance."""
+        d, cho, logdet = self._factor(v)
+        xr = self.xty - self.g @ m0
+        rr = self.yty - 2.0 * float(m0 @ self.xty) + float(m0 @ self.g @ m0)
+        xz = self.g @ a
+        zr = a.T @ xr
+        zz = a.T @ xz
+        q0 = float(self._bilinear(d, cho, np.asarray(rr), xr, xr))
+        h = self._bilinear(d, cho, zr, xz, xr)
+        hh = self._bilinear(d, cho, zz, xz, xz)
+        hh = 0.5 * (hh + hh.T)
+        ch = linalg.cho_factor(hh, lower=True)
+        s = linalg.cho_solve(ch, h)
+        cov = linalg.cho_solve(ch, np.eye(s.size))
+        q = q0 - float(h @ s)
+        logdet_h = 2.0 * float(np.sum(np.log(np.diag(ch[0]))))
+        ll = -0.5 * ((self.n - s.size) * math.log(2.0 * math.pi) + logdet + q + logdet_h)
+        return ll, s.astype(np.float64), cov.astype(np.float64)
+
+
+@dataclass(frozen=True)
+class ScaleFit:
+    """One source's calibration: ``scale`` ± ``scale_se``, ``rho_hat``, ``rho_up`` (the bound used)."""
+
+    source: str
+    columns: int
+    scale: float
+    scale_se: float
+    rho_hat: float
+    rho_up: float
+    at_grid_top: bool
+    calibrated: bool = True
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "columns": self.columns,
+            "scale": self.scale,
+            "scale_se": self.scale_se,
+            "rho_hat": self.rho_hat,
+            "rho_up": self.rho_up,
+            "at_grid_top": self.at_grid_top,
+            "calibrated": self.calibrated,
+        }
+
+    def note(self) -> str:
+        if not self.calibrated:
+            why = self.why or f"too few to calibrate them on the windows (≥ {MIN_COLUMNS} needed)"
+            return f"{self.columns} kernel(s) with {self.source} priors: {why}; their priors are used as given"
+        head = (
+            f"{self.source} priors ({self.columns} kernels) calibrated on the windows: in-context/isolated scale "
+            f"{self.scale:.3f} ± {self.scale_se:.3f}, per-kernel spread ρ̂ = {100 * self.rho_hat:.1f} %"
+        )
+        if self.at_grid_top:
+            return (
+                f"{head}; the windows cannot tell kernels with {self.source} priors apart: ρ's 95 % bound is at "
+                f"the grid's top ({100 * self.rho_up:.0f} %)"
+            )
+        return f"{head}, 95 % bound {100 * self.rho_up:.1f} % (used)"
+
+
+def _variances(v0: F64, mu: F64, sd: F64, groups: Sequence[I64], rho: F64, s_ref: F64) -> F64:
+    v: F64 = v0.copy()
+    for gi, idx in enumerate(groups):
+        v[idx] = s_ref[gi] ** 2 * ((rho[gi] * mu[idx]) ** 2 + sd[idx] ** 2)
+    return v
+
+
+def profile_rho(
+    lik: GaussianMarginal,
+    m0: F64,
+    a: F64,
+    v0: F64,
+    mu: F64,
+    sd: F64,
+    groups: Sequence[I64],
+    rho: F64,
+    which: int,
+    grid: F64 = RHO_GRID,
+    s_start: F64 | None = None,
+) -> tuple[F64, F64]:
+    """Restricted log-likelihood of source ``which``'s ρ over ``grid`` (others held at ``rho``), and ŝ at each.
+
+    The variance's own ``s²`` is taken at the GLS estimate by two fixed-point steps per grid point.
+    """
+    s_ref = np.ones(a.shape[1]) if s_start is None else s_start.copy()
+    ll = np.empty(grid.size)
+    s_at = np.empty((grid.size, a.shape[1]))
+    r = rho.copy()
+    for i, value in enumerate(grid.tolist()):
+        r[which] = value
+        for _ in range(2):
+            ll[i], s, _ = lik.restricted(m0, a, _variances(v0, mu, sd, groups, r, s_ref))
+            s_ref = np.maximum(np.abs(s), 1e-3)
+        s_at[i] = s
+    return ll, s_at
+
+
+def upper_bound(ll: F64, grid: F64 = RHO_GRID, level: float = ONE_SIDED_95) -> tuple[float, float, bool]:
+    """ρ̂ and the largest ρ above it with ``2 (ℓ(ρ̂) − ℓ(ρ)) ≤ level`` (log-interpolated); True if at the top."""
+    i_hat = int(np.argmax(ll))
+    drop = 2.0 * (ll[i_hat] - ll)
+    above = np.nonzero(drop[i_hat:] > level)[0]
+    if above.size == 0:
+        return float(grid[i_hat]), float(grid[-1]), True
+    j = i_hat + int(above[0])
+    lg = np.log(grid[j - 1 : j + 1])
+    t = (level - drop[j - 1]) / (drop[j] - drop[j - 1])
+    return float(grid[i_hat]), float(np.exp(lg[0] + t * (lg[1] - lg[0]))), False
+
+
+def calibrate_priors(
+    x: F64,
+    y: F64,
+    sigma2: float,
+    prior_mean_w: F64,
+    prior_sd_w: F64,
+    sources: Sequence[str],
+    *,
+    grid: F64 = RHO_GRID,
+    min_columns: int = MIN_COLUMNS,
+) -> tuple[F64, F64, list[ScaleFit]]:
+    """Calibrate each non-default source's priors on the windows; returns the fit's prior means, sds and the fits.
+
+    ``x`` (windows × columns), ``y`` the windows, ``sigma2`` one window's noise variance. Columns of
+    source ``default`` keep their priors and enter the likelihood as they are; so do the columns of a
+    source with fewer than ``min_columns`` columns (reported as not calibrated). A calibrated column
+    gets mean ``ŝ μ_k`` and sd ``√((ρ_up ŝ μ_k)² + (ŝ σ_k)² + (se(ŝ) μ_k)²)``.
+    """
+    mu = np.asarray(prior_mean_w, np.float64)
+    sd = np.asarray(prior_sd_w, np.float64)
+    src = np.asarray(list(sources), dtype=object)
+    names = sorted({str(s) for s in sources if s != "default"})
+    fits: list[ScaleFit] = []
+    groups: list[I64] = []
+    used: list[str] = []
+    for name in names:
+        idx = np.nonzero(src == name)[0]
+        if idx.size < min_columns:
+            fits.append(ScaleFit(name, int(idx.size), 1.0, math.nan, math.nan, math.nan, False, calibrated=False))
+        else:
+            groups.append(idx.astype(np.int64))
+            used.append(name)
+    if not groups:
+        return mu.copy(), sd.copy(), fits
+    why = "too few windows to calibrate them" if x.shape[0] <= len(groups) or not (sigma2 > 0) else ""
+    if not why:
+        try:
+            return _calibrate(x, y, sigma2, mu, sd, groups, used, fits, grid)
+        except np.linalg.LinAlgError:
+            why = "the windows do not inform their common scale"
+    fits += [
+        ScaleFit(u, int(g.size), 1.0, math.nan, math.nan, math.nan, False, False, why)
+        for u, g in zip(used, groups, strict=True)
+    ]
+    fits.sort(key=lambda f: f.source)
+    return mu.copy(), sd.copy(), fits
+
+
+def _calibrate(
+    x: F64,
+    y: F64,
+    sigma2: float,
+    mu: F64,
+    sd: F64,
+    groups: list[I64],
+    used: list[str],
+    fits: list[ScaleFit],
+    grid: F64,
+) -> tuple[F64, F64, list[ScaleFit]]:
+    k = mu.size
+    a = np.zeros((k, len(groups)))
+    m0 = mu.copy()
+    v0 = sd**2
+    for gi, idx in enumerate(groups):
+        a[idx, gi] = mu[idx]
+        m0[idx] = 0.0
+    lik = GaussianMarginal.of(x, y, sigma2)
+    rho = np.full(len(groups), 0.1)
+    rho_hat = rho.copy()
+    rho_up = rho.copy()
+    top = np.zeros(len(groups), bool)
+    s_start = np.ones(len(groups))
+    for _ in range(2 if len(groups) > 1 else 1):  # coordinate-wise: each source's ρ with the others at their ρ̂
+        for gi in range(len(groups)):
+            ll, s_at = profile_rho(lik, m0, a, v0, mu, sd, groups, rho_hat, gi, grid, s_start)
+            rho_hat[gi], rho_up[gi], top[gi] = upper_bound(ll, grid)
+            s_start = np.maximum(np.abs(s_at[int(np.argmax(ll))]), 1e-3)
+    # ŝ and its covariance at the bounds used, with the variances' s² at ŝ.
+    s_ref = s_start
+    for _ in range(3):
+        _, s, cov = lik.restricted(m0, a, _variances(v0, mu, sd, groups, rho_up, s_ref))
+        s_ref = np.maximum(np.abs(s), 1e-3)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    pm, psd = mu.copy(), sd.copy()
+    for gi, idx in enumerate(groups):
+        sg = float(max(s[gi], 1e-3))
+        pm[idx] = sg * mu[idx]
+        psd[idx] = np.sqrt((rho_up[gi] * sg * mu[idx]) ** 2 + (sg * sd[idx]) ** 2 + (se[gi] * mu[idx]) ** 2)
+        fits.append(
+            ScaleFit(
+                used[gi],
+                int(idx.size),
+                float(s[gi]),
+                float(se[gi]),
+                float(rho_hat[gi]),
+                float(rho_up[gi]),
+                bool(top[gi]),
+            )
+        )
+    return pm, psd, sorted(fits, key=lambda f: f.source)
+
+
+def window_noise_var(x: F64, y: F64) -> float:
+    """One window's noise variance from the unconstrained least-squares residuals (as :func:`fit_powers` starts)."""
+    n = x.shape[0]
+    rss, rank = ols_rss(x, y)
+    s2 = rss / (n - rank) if n > rank else math.nan
+    if not math.isfinite(s2) or s2 <= 0:
+        s2 = (0.02 * float(np.median(np.abs(y))) if n else 1.0) ** 2 or 1e-6
+    return float(s2)
+
+
+def fit_priors(
+    mode: str,
+    x: F64,
+    y: F64,
+    prior_mean_w: F64,
+    prior_sd_w: F64,
+    sources: Sequence[str],
+    *,
+    fixed_min_rel_sd: float = REPLAY_MIN_REL_SD,
+) -> tuple[F64, F64, list[ScaleFit]]:
+    """The priors the power fit uses: ``fit`` calibrates them (:func:`calibrate_priors`), ``fixed`` takes them as given.
+
+    Replay priors taken as given (``fixed``, or a source too small to calibrate) keep the old floor of
+    ``fixed_min_rel_sd`` of their mean.
+    """
+    if mode not in ("fit", "fixed"):
+        raise ValueError(f"unknown prior_scale {mode!r} (fit or fixed)")
+    pm = np.asarray(prior_mean_w, np.float64)
+    psd = np.asarray(prior_sd_w, np.float64)
+    fits: list[ScaleFit] = []
+    if mode == "fit" and any(s != "default" for s in sources):
+        pm, psd, fits = calibrate_priors(x, y, window_noise_var(x, y), pm, psd, sources)
+    calibrated = {f.source for f in fits if f.calibrated}
+    floor = np.array([s == "replay" and s not in calibrated for s in sources], bool)
+    psd = np.where(floor, np.maximum(psd, fixed_min_rel_sd * pm), psd).astype(np.float64)
+    return pm.astype(np.float64), psd, fits
