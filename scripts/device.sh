@@ -92,8 +92,11 @@ for s in "$@"; do
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
     model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;
     probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
-    overhead) step overhead 570 python3 "$B/bench_run_overhead.py" --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} --min-block-s ${OVERHEAD_BLOCK_S:-10} --out /tmp/archline-overhead
-              mkdir -p "$R/run/overhead-auto" && cp /tmp/archline-overhead/overhead_summary.json "$OUT/logs/overhead.log" "$R/run/overhead-auto/" ;;
+    overhead) ow=/tmp/archline-overhead-${ON_GPU:-0}; ov=overhead-${OVERHEAD_WORKLOADS:-all}
+              step $ov 570 python3 "$B/bench_run_overhead.py" --gpu ${ON_GPU:-0} --cpus ${OVERHEAD_CPUS:-auto} \
+                --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} \
+                --min-block-s ${OVERHEAD_BLOCK_S:-10} --out $ow
+              mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     noderun) step noderun 230 python3 "$B/validate_node.py" --out "$R/noderun" --only run --budget-s 220 ;;
     *) echo "unknown step $s"; exit 2 ;;
@@ -101,7 +104,9 @@ for s in "$@"; do
 done
 
 # What comes back: one archive of the run directories and one of the logs (the device tool returns
-# at most 8 files).
+# at most 8 files, each at most 16 MB): files over ${MAX_FILE_MB:-4} MB (raw traces) are listed, not kept.
+find "$OUT/results" -type f -size +"${MAX_FILE_MB:-4}"M -printf '%s %p\n' >"$OUT/logs/dropped-large-files.txt" 2>/dev/null
+find "$OUT/results" -type f -size +"${MAX_FILE_MB:-4}"M -delete 2>/dev/null
 tar -C "$OUT/results" -czf "$OUT/results-$G-$(IFS=-; echo "$*").tar.gz" . && rm -rf "$OUT/results"
 tar -C "$OUT" -czf "$OUT/logs-$G-$(IFS=-; echo "$*").tar.gz" logs && rm -rf "$OUT/logs"
 ls -la "$OUT"

@@ -304,13 +304,31 @@ def _calibrate(
 
 
 def window_noise_var(x: F64, y: F64) -> float:
-    """One window's noise variance from the unconstrained least-squares residuals (as :func:`fit_powers` starts)."""
+    """One window's noise variance from the unconstrained least-squares residuals (as :func:`fit_powers` starts),
+    times their long-run variance ratio when neighbouring windows' errors are positively correlated.
+
+    The marginal likelihood treats windows as independent; errors that persist over several windows (a
+    phase the columns misfit, a slow drift) carry less information than their count says. Inflating σ²
+    by the Bartlett-weighted sum of the residuals' autocorrelations (lags up to n^⅓, never below 1) counts
+    them as the fewer independent windows they are, so the bound on ρ is not too tight.
+    """
     n = x.shape[0]
     rss, rank = ols_rss(x, y)
     s2 = rss / (n - rank) if n > rank else math.nan
     if not math.isfinite(s2) or s2 <= 0:
-        s2 = (0.02 * float(np.median(np.abs(y))) if n else 1.0) ** 2 or 1e-6
-    return float(s2)
+        return float((0.02 * float(np.median(np.abs(y))) if n else 1.0) ** 2 or 1e-6)
+    return float(s2 * _long_run_ratio(y - x @ np.linalg.lstsq(x, y, rcond=None)[0]))
+
+
+def _long_run_ratio(r: F64) -> float:
+    """Long-run variance over variance of the series ``r`` (Bartlett weights, lags up to n^⅓), at least 1."""
+    n = r.size
+    c0 = float(r @ r) / max(n, 1)
+    if n < 8 or c0 <= 0:
+        return 1.0
+    lags = max(1, round(n ** (1.0 / 3.0)))
+    f = 1.0 + 2.0 * sum((1.0 - k / (lags + 1.0)) * float(r[:-k] @ r[k:]) / n / c0 for k in range(1, lags + 1))
+    return max(f, 1.0)
 
 
 def fit_priors(
