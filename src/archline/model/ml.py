@@ -42,6 +42,8 @@ __all__ = [
     "POSTHOC_LABEL",
     "RANDOM_ACTIVITY",
     "TENSOR_PRECISIONS",
+    "TIME_SOURCES",
+    "V2_LABEL",
     "MeasuredKernel",
     "MlCounts",
     "MlModel",
@@ -50,6 +52,7 @@ __all__ = [
     "Variant",
     "calibrate",
     "calibrate_posthoc",
+    "calibrate_v2",
     "counts_from_ncu_values",
     "counts_from_row",
     "score",
@@ -593,8 +596,6 @@ def calibrate(
     if variant == "posthoc-cap":
         return calibrate_posthoc(m, kernels)
     if variant == "v2":
-        from archline.model.ml_v2 import calibrate_v2
-
         return calibrate_v2(m, kernels)
     if variant != "frozen":
         raise InputError(f"model: unknown protocol variant {variant!r} (frozen, posthoc-cap or v2)")
@@ -645,6 +646,67 @@ def calibrate_posthoc(m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCoun
             ),
             "capped_calibration_kernels": power_w,
             "term_selection_kernels": [k.name for k, _ in (uncapped or cal)],
+        },
+    )
+
+
+# --------------------------------------------------------------------------- protocol v2 (docs/roofline.md §10e)
+
+#: Where protocol v2's predicted time may start from, in order of preference on a tie.
+TIME_SOURCES: tuple[str, ...] = ("roofline", "ncu")
+#: How protocol v2 is labelled wherever it is written or shown.
+V2_LABEL = (
+    "protocol v2 (docs/roofline.md §10e), frozen before its scoring runs; its rules were chosen after protocol v1 "
+    "was scored on H100 GPU-cab9fa05 and H200 GPU-9af93dd4, on the same kernel set"
+)
+
+
+def capped_kappa(m: MlModel, cal: Sequence[tuple[MeasuredKernel, MlCounts]], capped: Sequence[str]) -> dict[str, float]:
+    """(E − π0·T)/E_dyn of each capped calibration kernel (its measured dynamic energy over the components' sum)."""
+    out: dict[str, float] = {}
+    for k, c in cal:
+        if k.name not in capped:
+            continue
+        dyn = float(sum(m.energy_terms(c, k.activity).values()))
+        if dyn > 0 and k.time_s > 0:
+            out[k.name] = (k.energy_j - m.pi0_w * k.time_s) / dyn
+    return out
+
+
+def calibrate_v2(m: MlModel, kernels: Sequence[tuple[MeasuredKernel, MlCounts]]) -> MlModel:
+    """Protocol v2 (module docstring), on the calibration kernels of ``kernels`` only."""
+    cal = _calibration(kernels)
+    ph = calibrate_posthoc(m, kernels)
+    capped = list((ph.choices.get("capped_calibration_kernels") or {}).keys())
+    ratios = capped_kappa(ph, cal, capped)
+    kappa = float(np.median(list(ratios.values()))) if ratios else 1.0
+    have_ncu = all(math.isfinite(c.ncu_time_s) and c.ncu_time_s > 0 for _, c in cal)
+    scores: dict[str, float] = {}
+    for src in TIME_SOURCES:
+        if src == "ncu" and not have_ncu:
+            continue
+        mm = replace(ph, cap_kappa=kappa, time_source=src)
+        scores[src] = _median_abs([mm.predict(c, measured=k, alpha=k.activity).error_predicted_time for k, c in cal])
+    best = min(scores, key=lambda s: (round(scores[s], 3), TIME_SOURCES.index(s)))
+    chosen = replace(ph, cap_kappa=kappa, time_source=best)
+    out = _finish(
+        chosen,
+        cal,
+        ph.choices.get("eta_ratios") or {},
+        ph.choices.get("term_scores_median_abs_error") or {},
+    )
+    return replace(
+        out,
+        choices={
+            **ph.choices,
+            **out.choices,
+            "variant": "v2",
+            "label": V2_LABEL,
+            "cap_kappa": kappa,
+            "cap_kappa_kernels": ratios,
+            "time_source": best,
+            "time_source_scores_median_abs_error_predicted_time": scores,
+            "time_source_ncu_available": have_ncu,
         },
     )
 

@@ -328,7 +328,7 @@ def _long_run_ratio(r: F64) -> float:
         return 1.0
     lags = max(1, round(n ** (1.0 / 3.0)))
     f = 1.0 + 2.0 * sum((1.0 - k / (lags + 1.0)) * float(r[:-k] @ r[k:]) / n / c0 for k in range(1, lags + 1))
-    return max(f, 1.0)
+    return float(max(f, 1.0))
 
 
 def fit_priors(
