@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -65,6 +66,11 @@ class SimRun:
 
     def truth_per_call_j(self, name: str) -> float:
         return self.truth_energy_j[name] / self.truth_calls[name]
+
+    def mean_call_s(self, name: str) -> float:
+        """The traced mean duration of one call of ``name``."""
+        d = [a.end_s - a.start_s for a in self.activities if a.name == name]
+        return float(np.mean(d)) if d else math.nan
 
 
 def simulate_program(

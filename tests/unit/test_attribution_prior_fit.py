@@ -13,7 +13,13 @@ from scipy import integrate, stats
 
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribute.prior import KernelPrior
-from archline.measurement.attribute.prior_fit import RHO_GRID, GaussianMarginal, calibrate_priors, upper_bound
+from archline.measurement.attribute.prior_fit import (
+    RHO_GRID,
+    GaussianMarginal,
+    calibrate_priors,
+    lower_bound,
+    upper_bound,
+)
 from archline.records.attribution import AttributionResult, KernelRow
 from tests.helpers.attrib_sim import SimKernel, SimRun
 from tests.helpers.attrib_steady import LAGGED_BUFFER, LoopSpec, steady_loop
@@ -249,3 +255,67 @@ def test_each_source_gets_its_own_scale_and_spread():
     assert by["model"].scale == pytest.approx(1.2, abs=3 * by["model"].scale_se + 0.01)
     assert all(f.calibrated and f.rho_up < 0.1 for f in fits)
     assert np.all(np.abs(truth - pm) <= 2 * psd)
+
+
+# -- priors whose per-kernel spread was measured where they came from (replay's randomized design)
+
+
+def test_the_lower_bound_walks_down_from_the_maximum():
+    grid = RHO_GRID
+    ll = -0.5 * ((np.log(grid) - math.log(0.2)) / 0.3) ** 2
+    assert lower_bound(ll, grid) == pytest.approx(0.2 * math.exp(-0.3 * math.sqrt(2.706)), rel=0.03)
+    assert lower_bound(np.zeros(grid.size), grid) == grid[0]  # flat: nothing excluded
+
+
+def _one_mix_windows(seed: int, off: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """Windows that all hold one mix (plus idle ones), kernels truly ``off`` × their priors ± 3 %."""
+    rng = np.random.default_rng(seed)
+    k = 6
+    mix = rng.uniform(0.05, 0.3, k)
+    x = np.vstack([np.tile(mix, (200, 1)), np.zeros((20, k))])
+    x = np.hstack([x, np.r_[np.zeros(200), np.ones(20)][:, None]])
+    mu = np.r_[rng.uniform(200.0, 500.0, k), 120.0]
+    truth = np.r_[mu[:k] * off * (1 + 0.03 * rng.standard_normal(k)), 121.0]
+    y = x @ truth + rng.normal(0.0, 1.0, x.shape[0])
+    return x, y, mu, truth, ["replay"] * k + ["default"]
+
+
+def test_a_measured_spread_is_kept_where_the_windows_cannot_tell():
+    # The same windows of one mix: alone they bound nothing (previous test); with replay's measured 4 %
+    # the priors keep 4 %, scaled by what the windows say of their common level.
+    x, y, mu, truth, src = _one_mix_windows(3, 0.9)
+    k = len(src) - 1
+    ctx = np.r_[np.full(k, 0.04), np.nan]
+    pm, psd, fits = calibrate_priors(x, y, 1.0, mu, np.r_[0.01 * mu[:k], 60.0], src, context_rel_sd=ctx)
+    (f,) = fits
+    assert f.rho_measured == 0.04 and f.rho_used == pytest.approx(0.04) and f.at_grid_top
+    assert "measured per-kernel spread" in f.note() and "cannot bound ρ from above" in f.note()
+    assert abs(f.scale - 0.9) <= 3 * f.scale_se + 0.01
+    rel = psd[:k] / pm[:k]
+    assert np.all(rel < 0.08) and np.all(rel > 0.04)
+    # The truth lies within 2.5 σ of every prior the fit would use.
+    assert np.all(np.abs(truth[:k] - pm[:k]) <= 2.5 * psd[:k])
+
+
+def test_windows_that_contradict_a_measured_spread_widen_it():
+    # Phased windows with priors 40 % off but claiming a 3 % spread: the windows' lower bound on ρ exceeds
+    # 3 %, so the measurement is refuted and the windows' own upper bound is used; the note says so.
+    run = _run(0)
+    priors = {n: replace(p, context_rel_sd=0.03) for n, p in _priors(run, 0.40, 0).items()}
+    res = _attribute(run, priors)
+    f = res.extra["prior_fit"]["replay"]
+    assert f["rho_measured"] == 0.03 and f["rho_low"] > 0.1 and f["refuted"] and f["rho_used"] == f["rho_up"]
+    assert any("contradict the measured spread" in n for n in res.notes)
+    hits = sum(r.energy_lo_j <= run.truth_energy_j[r.name] <= r.energy_hi_j for r in res.kernels)
+    assert hits >= 0.85 * len(res.kernels)
+
+
+def test_a_prior_measured_at_another_call_time_is_widened():
+    run = _run(1)
+    base = _priors(run, 0.0, 1)
+    res0 = _attribute(run, {n: replace(p, context_rel_sd=0.02) for n, p in base.items()})
+    slow = {n: replace(p, context_rel_sd=0.02, time_per_call_s=run.mean_call_s(n) * 1.25) for n, p in base.items()}
+    res1 = _attribute(run, slow)
+    h0 = np.median([_half(r) for r in res0.kernels])
+    h1 = np.median([_half(r) for r in res1.kernels])
+    assert h1 > h0 * 1.5, (h0, h1)  # |ln 1.25| = 22 % more spread on every prior

@@ -19,7 +19,12 @@ from archline.core.activity import ActivityRecord
 from archline.core.readings import Readings
 from archline.core.recording import Recording
 from archline.errors import SensorError, TooLittleTracedError
-from archline.measurement.attribute.buffer_fit import buffer_design, power_bounds, prior_arrays
+from archline.measurement.attribute.buffer_fit import (
+    buffer_design,
+    power_bounds,
+    prior_arrays,
+    prior_context_spread,
+)
 from archline.measurement.attribute.design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
 from archline.measurement.attribute.fit import block_bootstrap, fit_powers
 from archline.measurement.attribute.prior import KernelPrior, dominance
@@ -270,7 +275,8 @@ def attribute_energy(
     psd = np.sqrt((opts.prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
     pm, psd, prior_src = prior_arrays(d, active, pm, psd, opts.priors or {})
-    pm, psd, scale_fits = fit_priors(opts.prior_scale, xa, y_short, pm, psd, prior_src)
+    ctx = prior_context_spread(d, active, opts.priors or {})
+    pm, psd, scale_fits = fit_priors(opts.prior_scale, xa, y_short, pm, psd, prior_src, context_rel_sd=ctx)
     notes += [f.note() for f in scale_fits]
     calibrated = {f.source for f in scale_fits if f.calibrated}
     upper = power_bounds(d, active, opts.power_limit_w)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -14,7 +15,7 @@ from archline.measurement.clean import drop_repeats, find_displaced, undisplace
 from archline.measurement.response import kernel_support_s, rect_response
 from archline.measurement.sensor_model import SensorModel
 
-__all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays"]
+__all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays", "prior_context_spread"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -143,9 +144,22 @@ def prior_arrays(
             continue
         mean_dur = busy[k] / calls[k]
         pm[j] = pr.energy_per_call_j / mean_dur
-        psd[j] = pr.sd_j / mean_dur
+        # A kernel that runs longer or shorter here than where its prior was measured is not the same
+        # call: its energy may differ by as much, so the prior widens by |ln(time here / time there)|.
+        t_rel = abs(math.log(mean_dur / pr.time_per_call_s)) if pr.time_per_call_s > 0 else 0.0
+        psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
         src[j] = pr.source
     return pm, psd, src
+
+
+def prior_context_spread(d: Design, active: I64, priors: Mapping[str, KernelPrior]) -> F64:
+    """Each active column's measured context spread (:attr:`KernelPrior.context_rel_sd`), NaN where none."""
+    out = np.full(active.size, math.nan)
+    for j, k in enumerate(active.tolist()):
+        pr = priors.get(d.col_names[k])
+        if pr is not None and d.col_kinds[k] in ("kernel", "memcpy", "memset"):
+            out[j] = pr.context_rel_sd
+    return out
 
 
 def power_bounds(d: Design, active: I64, power_limit_w: float | None) -> F64:

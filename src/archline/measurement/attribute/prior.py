@@ -31,6 +31,11 @@ class KernelPrior:
     energy_per_call_j: float
     sd_j: float
     source: str = "replay"
+    #: The relative spread of this kernel's energy with its neighbours, measured where the prior came from
+    #: (graph replay's randomized design: its ρ's 95 % bound); NaN where nothing measured it.
+    context_rel_sd: float = math.nan
+    #: The kernel's time per call where the prior was measured (s); NaN where unknown.
+    time_per_call_s: float = math.nan
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.energy_per_call_j) and self.energy_per_call_j > 0):

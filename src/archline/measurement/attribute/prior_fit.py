@@ -33,6 +33,7 @@ __all__ = [
     "ScaleFit",
     "calibrate_priors",
     "fit_priors",
+    "lower_bound",
     "profile_rho",
     "window_noise_var",
 ]
@@ -123,6 +124,22 @@ class ScaleFit:
     at_grid_top: bool
     calibrated: bool = True
     why: str = ""
+    #: ρ measured where the priors came from (replay's randomized design), NaN where none; the fit uses it
+    #: unless the windows' one-sided 95 % lower bound ``rho_low`` exceeds it (then the windows' upper bound).
+    rho_measured: float = math.nan
+    rho_low: float = math.nan
+
+    @property
+    def rho_used(self) -> float:
+        """The spread the fit gives the source's priors."""
+        if math.isfinite(self.rho_measured) and not self.refuted:
+            return self.rho_measured
+        return self.rho_up
+
+    @property
+    def refuted(self) -> bool:
+        """The windows' 95 % lower bound on ρ exceeds the measured spread: the measurement does not hold here."""
+        return math.isfinite(self.rho_measured) and math.isfinite(self.rho_low) and self.rho_low > self.rho_measured
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -131,14 +148,38 @@ class ScaleFit:
             "scale_se": self.scale_se,
             "rho_hat": self.rho_hat,
             "rho_up": self.rho_up,
+            "rho_low": self.rho_low,
+            "rho_measured": self.rho_measured,
+            "rho_used": self.rho_used,
+            "refuted": self.refuted,
             "at_grid_top": self.at_grid_top,
             "calibrated": self.calibrated,
         }
 
     def note(self) -> str:
+        measured = math.isfinite(self.rho_measured)
         if not self.calibrated:
             why = self.why or f"too few to calibrate them on the windows (≥ {MIN_COLUMNS} needed)"
-            return f"{self.columns} kernel(s) with {self.source} priors: {why}; their priors are used as given"
+            given = (
+                f"used as given, with the per-kernel spread {100 * self.rho_measured:.1f} % measured at their source"
+                if measured
+                else "used as given"
+            )
+            return f"{self.columns} kernel(s) with {self.source} priors: {why}; their priors are {given}"
+        if measured:
+            return (
+                f"{self.source} priors ({self.columns} kernels) with a measured per-kernel spread: "
+                f"{100 * self.rho_measured:.1f} % (replay's randomized design); calibrated on the windows: scale "
+                f"{self.scale:.3f} ± {self.scale_se:.3f}, ρ̂ = {100 * self.rho_hat:.1f} %, the windows' 95 % lower "
+                f"bound {100 * (self.rho_low if math.isfinite(self.rho_low) else 0.0):.1f} %"
+                + (
+                    " (the windows cannot bound ρ from above)"
+                    if self.at_grid_top
+                    else f", upper {100 * self.rho_up:.1f} %"
+                )
+                + f"; spread used {100 * self.rho_used:.1f} %"
+                + (" — the windows contradict the measured spread, so theirs is used" if self.refuted else "")
+            )
         head = (
             f"{self.source} priors ({self.columns} kernels) calibrated on the windows: in-context/isolated scale "
             f"{self.scale:.3f} ± {self.scale_se:.3f}, per-kernel spread ρ̂ = {100 * self.rho_hat:.1f} %"
@@ -201,6 +242,19 @@ def upper_bound(ll: F64, grid: F64 = RHO_GRID, level: float = ONE_SIDED_95) -> t
     return float(grid[i_hat]), float(np.exp(lg[0] + t * (lg[1] - lg[0]))), False
 
 
+def lower_bound(ll: F64, grid: F64 = RHO_GRID, level: float = ONE_SIDED_95) -> float:
+    """The smallest ρ below ρ̂ with ``2 (ℓ(ρ̂) − ℓ(ρ)) ≤ level`` (log-interpolated); the grid's bottom if none."""
+    i_hat = int(np.argmax(ll))
+    drop = 2.0 * (ll[i_hat] - ll)
+    below = np.nonzero(drop[: i_hat + 1] > level)[0]
+    if below.size == 0:
+        return float(grid[0])
+    j = int(below[-1])
+    lg = np.log(grid[j : j + 2])
+    t = (drop[j] - level) / (drop[j] - drop[j + 1])
+    return float(np.exp(lg[0] + t * (lg[1] - lg[0])))
+
+
 def calibrate_priors(
     x: F64,
     y: F64,
@@ -211,6 +265,7 @@ def calibrate_priors(
     *,
     grid: F64 = RHO_GRID,
     min_columns: int = MIN_COLUMNS,
+    context_rel_sd: F64 | None = None,
 ) -> tuple[F64, F64, list[ScaleFit]]:
     """Calibrate each non-default source's priors on the windows; returns the fit's prior means, sds and the fits.
 
@@ -221,29 +276,36 @@ def calibrate_priors(
     """
     mu = np.asarray(prior_mean_w, np.float64)
     sd = np.asarray(prior_sd_w, np.float64)
+    ctx = np.full(mu.size, math.nan) if context_rel_sd is None else np.asarray(context_rel_sd, np.float64)
     src = np.asarray(list(sources), dtype=object)
     names = sorted({str(s) for s in sources if s != "default"})
     fits: list[ScaleFit] = []
     groups: list[I64] = []
     used: list[str] = []
+    measured: list[float] = []
     for name in names:
         idx = np.nonzero(src == name)[0]
+        finite = ctx[idx][np.isfinite(ctx[idx])]
+        rho_m = float(np.median(finite)) if finite.size else math.nan
         if idx.size < min_columns:
-            fits.append(ScaleFit(name, int(idx.size), 1.0, math.nan, math.nan, math.nan, False, calibrated=False))
+            fits.append(
+                ScaleFit(name, int(idx.size), 1.0, math.nan, math.nan, math.nan, False, False, rho_measured=rho_m)
+            )
         else:
             groups.append(idx.astype(np.int64))
             used.append(name)
+            measured.append(rho_m)
     if not groups:
         return mu.copy(), sd.copy(), fits
     why = "too few windows to calibrate them" if x.shape[0] <= len(groups) or not (sigma2 > 0) else ""
     if not why:
         try:
-            return _calibrate(x, y, sigma2, mu, sd, groups, used, fits, grid)
+            return _calibrate(x, y, sigma2, mu, sd, groups, used, fits, grid, measured)
         except np.linalg.LinAlgError:
             why = "the windows do not inform their common scale"
     fits += [
-        ScaleFit(u, int(g.size), 1.0, math.nan, math.nan, math.nan, False, False, why)
-        for u, g in zip(used, groups, strict=True)
+        ScaleFit(u, int(g.size), 1.0, math.nan, math.nan, math.nan, False, False, why, rho_measured=rm)
+        for u, g, rm in zip(used, groups, measured, strict=True)
     ]
     fits.sort(key=lambda f: f.source)
     return mu.copy(), sd.copy(), fits
@@ -259,6 +321,7 @@ def _calibrate(
     used: list[str],
     fits: list[ScaleFit],
     grid: F64,
+    measured: Sequence[float],
 ) -> tuple[F64, F64, list[ScaleFit]]:
     k = mu.size
     a = np.zeros((k, len(groups)))
@@ -271,24 +334,31 @@ def _calibrate(
     rho = np.full(len(groups), 0.1)
     rho_hat = rho.copy()
     rho_up = rho.copy()
+    rho_low = rho.copy()
     top = np.zeros(len(groups), bool)
     s_start = np.ones(len(groups))
     for _ in range(2 if len(groups) > 1 else 1):  # coordinate-wise: each source's ρ with the others at their ρ̂
         for gi in range(len(groups)):
             ll, s_at = profile_rho(lik, m0, a, v0, mu, sd, groups, rho_hat, gi, grid, s_start)
             rho_hat[gi], rho_up[gi], top[gi] = upper_bound(ll, grid)
+            rho_low[gi] = lower_bound(ll, grid)
             s_start = np.maximum(np.abs(s_at[int(np.argmax(ll))]), 1e-3)
-    # ŝ and its covariance at the bounds used, with the variances' s² at ŝ.
+    # A source whose spread was measured where its priors came from keeps it, unless the windows' lower
+    # bound exceeds it (the measurement does not hold in this run); the others take the windows' upper bound.
+    rho_fit = np.array(
+        [m if math.isfinite(m) and lo <= m else float(up) for m, lo, up in zip(measured, rho_low, rho_up, strict=True)]
+    )
+    # ŝ and its covariance at the spreads used, with the variances' s² at ŝ.
     s_ref = s_start
     for _ in range(3):
-        _, s, cov = lik.restricted(m0, a, _variances(v0, mu, sd, groups, rho_up, s_ref))
+        _, s, cov = lik.restricted(m0, a, _variances(v0, mu, sd, groups, rho_fit, s_ref))
         s_ref = np.maximum(np.abs(s), 1e-3)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0))
     pm, psd = mu.copy(), sd.copy()
     for gi, idx in enumerate(groups):
         sg = float(max(s[gi], 1e-3))
         pm[idx] = sg * mu[idx]
-        psd[idx] = np.sqrt((rho_up[gi] * sg * mu[idx]) ** 2 + (sg * sd[idx]) ** 2 + (se[gi] * mu[idx]) ** 2)
+        psd[idx] = np.sqrt((rho_fit[gi] * sg * mu[idx]) ** 2 + (sg * sd[idx]) ** 2 + (se[gi] * mu[idx]) ** 2)
         fits.append(
             ScaleFit(
                 used[gi],
@@ -298,6 +368,8 @@ def _calibrate(
                 float(rho_hat[gi]),
                 float(rho_up[gi]),
                 bool(top[gi]),
+                rho_measured=float(measured[gi]),
+                rho_low=float(rho_low[gi]),
             )
         )
     return pm, psd, sorted(fits, key=lambda f: f.source)
@@ -340,6 +412,7 @@ def fit_priors(
     sources: Sequence[str],
     *,
     fixed_min_rel_sd: float = REPLAY_MIN_REL_SD,
+    context_rel_sd: F64 | None = None,
 ) -> tuple[F64, F64, list[ScaleFit]]:
     """The priors the power fit uses: ``fit`` calibrates them (:func:`calibrate_priors`), ``fixed`` takes them as given.
 
@@ -351,9 +424,14 @@ def fit_priors(
     pm = np.asarray(prior_mean_w, np.float64)
     psd = np.asarray(prior_sd_w, np.float64)
     fits: list[ScaleFit] = []
+    ctx = np.full(pm.size, math.nan) if context_rel_sd is None else np.asarray(context_rel_sd, np.float64)
     if mode == "fit" and any(s != "default" for s in sources):
-        pm, psd, fits = calibrate_priors(x, y, window_noise_var(x, y), pm, psd, sources)
+        pm, psd, fits = calibrate_priors(x, y, window_noise_var(x, y), pm, psd, sources, context_rel_sd=ctx)
     calibrated = {f.source for f in fits if f.calibrated}
-    floor = np.array([s == "replay" and s not in calibrated for s in sources], bool)
+    given = np.array([s != "default" and s not in calibrated for s in sources], bool)
+    # Priors taken as given: a measured context spread where there is one, else the old floor for replay's.
+    with_ctx = given & np.isfinite(ctx)
+    psd = np.where(with_ctx, np.hypot(psd, np.nan_to_num(ctx) * pm), psd)
+    floor = given & ~with_ctx & np.array([s == "replay" for s in sources], bool)
     psd = np.where(floor, np.maximum(psd, fixed_min_rel_sd * pm), psd).astype(np.float64)
     return pm.astype(np.float64), psd, fits
