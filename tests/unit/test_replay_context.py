@@ -207,3 +207,13 @@ def test_cli_design_prints_the_summary(tmp_path: Any, monkeypatch: pytest.Monkey
     for bad, why in (("3", "at least 7 configurations"), ("lots", "number of configurations or 'auto'")):
         r = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(out), "--design", bad])
         assert r.exit_code == 2 and why in r.output
+
+
+def test_the_design_switches_by_rebuild_where_only_rebuilding_works() -> None:
+    nodes = [*step_nodes(1, groups=5), FakeNode("cl", 0.002, 500.0, cluster=(2, 1, 1))]
+    gpu = FakeGraphGPU(nodes, fixed_by="rebuild", fixed_s=FIXED_S, fixed_w=FIXED_W)
+    res = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=1, marginal=False, design=20, design_seed=2)
+    assert res.switching["mode"] == "rebuild" and gpu.builds >= 20
+    assert res.design is not None and res.design["factors"] == 6  # the cluster kernel is measured too
+    truth = in_step(gpu)
+    assert all(abs(r.context_j - truth[r.group]) <= 3 * r.context_sigma_j for r in res.rows if r.group in truth)
