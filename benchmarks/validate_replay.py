@@ -50,6 +50,11 @@ def _stop(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+def _design(design: str | None) -> int | str | None:
+    """``--design``: None, 'auto' or a number of configurations."""
+    return design if design in (None, "auto") else int(str(design))
+
+
 def child_main(a: argparse.Namespace) -> int:
     """In the child: build the step, replay it, print the result as one JSON line."""
     sys.path.insert(0, str(HERE / "workloads"))
@@ -74,6 +79,7 @@ def child_main(a: argparse.Namespace) -> int:
     res = archline.replay(
         step, gpu=a.gpu, top=a.top, out=a.out / a.child, force=True, max_total_s=a.replay_s,
         marginal=not a.no_marginal, repeats=a.repeats, exclude=json.loads(a.exclude), on_trial=hook,
+        design=_design(a.design), design_budget_s=a.design_budget_s,
     )  # fmt: skip
     print(RESULT + json.dumps({"summary": res.summary(), "rows": [r.to_row() for r in res.rows]}), flush=True)
     return 0
@@ -226,6 +232,8 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=200.0, help="wall time for all workloads together")
     ap.add_argument("--restarts", type=int, default=2, help="restarts of a workload after a lost child")
     ap.add_argument("--quick", action="store_true", help="one run, top 3, no marginals")
+    ap.add_argument("--design", default=None, help="randomized design: configurations or 'auto' (context energies)")
+    ap.add_argument("--design-budget-s", type=float, default=150.0, help="measuring time of the design per workload")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--exclude", default="{}", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -258,6 +266,8 @@ def main() -> int:
                    "--top", str(a.top), "--repeats", str(a.repeats), "--replay-s", str(a.replay_s),
                    "--batch", str(a.batch), "--exclude", json.dumps(dict(exclude))]  # fmt: skip
             cmd += ["--no-marginal"] * a.no_marginal
+            if a.design is not None:
+                cmd += ["--design", a.design, "--design-budget-s", str(a.design_budget_s)]
             return run_child(cmd, left_s, a.out / f"{name}-child.log")
 
         w0 = time.monotonic()

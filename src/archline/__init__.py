@@ -44,7 +44,8 @@ def replay(step: Any, gpu: int = 0, top: int = 8, **kwargs: Any) -> Any:
     """Each kernel group's energy in one call of a PyTorch ``step``, by CUDA-graph replay.
 
     Returns a :class:`~archline.measurement.attribute.replay.ReplayResult` (``.kernels``,
-    ``.step_energy_j``, ``.sum_vs_step_pct``). With ``out=DIR`` it also writes a run directory
+    ``.step_energy_j``, ``.sum_vs_step_pct``; with ``design=N`` or ``"auto"`` every group's energy inside
+    the step, ``context_j``, and ``.design``). With ``out=DIR`` it also writes a run directory
     and its report. The keywords are those of :func:`archline.measurement.attribute.replay.run_replay`.
     """
     from archline.measurement.attribute.replay import run_replay

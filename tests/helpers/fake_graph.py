@@ -5,14 +5,21 @@ on cluster-launched kernels): ``fixed_by`` names the first switch mode (of ``tog
 ``toggle+optin``, ``rebuild``) under which cluster nodes switch; ``None`` means none does, and
 then in ``rebuild`` instantiation blames a cluster node each time one is left out.
 ``fail_on`` says whether disabling or enabling again is refused in the toggle modes.
+
+For the randomized design (replay_context.py) a replay can also cost a fixed ``fixed_s`` at
+``fixed_w`` (launch and synchronisation: the c0 every isolated replay carries), nodes can
+interact (``interactions``: node i draws (1 + ε) its power while node j is enabled), and
+:class:`NoisyMeasure` measures a replay as its exact energy plus Gaussian noise of known σ.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from archline.hw.graph import SWITCH_MODES, GraphError, GraphNode, SwitchError
 from tests.helpers.fake_gpu import FakeClock
@@ -41,6 +48,9 @@ class FakeGraphGPU:
         *,
         fixed_by: str | None = "toggle",
         fail_on: str = "disable",
+        fixed_s: float = 0.0,
+        fixed_w: float | None = None,
+        interactions: Mapping[int, tuple[int, float]] | None = None,
     ) -> None:
         self.clock = FakeClock()
         self.idle_w = idle_w
@@ -54,6 +64,8 @@ class FakeGraphGPU:
         self.fail_on = fail_on
         self.modes_set: list[str] = []
         self.builds = 0  # executables instantiated (rebuild mode)
+        self.fixed_s, self.fixed_w = fixed_s, idle_w if fixed_w is None else fixed_w
+        self.interactions = dict(interactions or {})
 
     # -- the driver's behaviour ------------------------------------------------------------
     def _refuses(self, i: int, on: bool) -> bool:
@@ -122,13 +134,25 @@ class FakeGraphGPU:
         return {"index": index, "kind": n.kind, "name": n.name, "cluster": list(n.cluster)}
 
     # -- replay ----------------------------------------------------------------------------
+    def power_w(self, i: int, enabled: Sequence[int] | set[int]) -> float:
+        """Node i's power with ``enabled`` nodes in the replay (its interaction partner on or off)."""
+        p = self.fake_nodes[i].power_w
+        j, eps = self.interactions.get(i, (-1, 0.0))
+        return p * (1.0 + eps) if j in enabled else p
+
     def replay(self) -> None:
+        if self.fixed_s > 0:
+            a = self.clock.now_s()
+            self.clock.sleep(self.fixed_s)
+            with self._lock:
+                self.intervals.append((a, self.clock.now_s(), self.fixed_w))
+        enabled = set(self.enabled)
         for i, n in enumerate(self.fake_nodes):
-            if i in self.enabled:
+            if i in enabled:
                 a = self.clock.now_s()
                 self.clock.sleep(n.time_s)
                 with self._lock:
-                    self.intervals.append((a, self.clock.now_s(), n.power_w))
+                    self.intervals.append((a, self.clock.now_s(), self.power_w(i, enabled)))
 
     def synchronize(self) -> None:
         return None
@@ -143,6 +167,50 @@ class FakeGraphGPU:
     def truth_j(self, indices: Sequence[int]) -> float:
         """One replay's board energy with only ``indices`` enabled."""
         return sum(self.fake_nodes[i].time_s * self.fake_nodes[i].power_w for i in indices)
+
+    @property
+    def c0_j(self) -> float:
+        """The fixed energy of every replay."""
+        return self.fixed_s * self.fixed_w
+
+    def in_replay_j(self, nodes: Sequence[int], enabled: Sequence[int] | set[int]) -> float:
+        """Energy of ``nodes`` in a replay of ``enabled`` (interactions included, the fixed cost not)."""
+        on = set(enabled)
+        return sum(self.fake_nodes[i].time_s * self.power_w(i, on) for i in nodes if i in on)
+
+    def replay_j(self, enabled: Sequence[int] | set[int]) -> float:
+        """One replay's exact board energy with ``enabled`` nodes: the fixed cost and their energies."""
+        return self.c0_j + self.in_replay_j(list(enabled), enabled)
+
+
+@dataclass(frozen=True)
+class FakeCall:
+    """What NoisyMeasure returns (a CallMeasure)."""
+
+    energy_j: float
+    energy_uncertainty_j: float
+    time_s: float
+    mean_power_w: float
+
+
+class NoisyMeasure:
+    """Measures one replay of a FakeGraphGPU as its exact energy plus N(0, σ), σ = ``rel`` · E + ``abs_j``, and
+    reports that σ; each measurement takes ``call_s`` of the fake clock (a real one takes ~0.7 s)."""
+
+    def __init__(self, gpu: FakeGraphGPU, rel: float = 0.005, abs_j: float = 0.0, seed: int = 0, call_s: float = 0.7):
+        self.gpu, self.rel, self.abs_j, self.call_s = gpu, rel, abs_j, call_s
+        self.rng = np.random.default_rng(seed)
+        self.calls = 0
+
+    def __call__(self, fn: Callable[[], None]) -> FakeCall:
+        t0 = self.gpu.clock.now_s()
+        fn()
+        t = self.gpu.clock.now_s() - t0
+        self.gpu.clock.sleep(max(self.call_s - t, 0.0))
+        self.calls += 1
+        e = self.gpu.replay_j(self.gpu.enabled)
+        sd = self.rel * e + self.abs_j
+        return FakeCall(e + float(self.rng.normal(0.0, sd)) if sd > 0 else e, sd, t, e / t if t > 0 else 0.0)
 
 
 def measure_on(gpu: FakeGraphGPU) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,21 @@ def load_step(target: str) -> Callable[[], Any]:
     return step
 
 
+def _design_arg(design: str | None) -> int | str | None:
+    """``--design``: None, 'auto' or a number of configurations (InputError otherwise)."""
+    if design is None or design == "auto":
+        return design
+    from archline.measurement.attribute.replay_context import MIN_CONFIGS
+
+    try:
+        n = int(design)
+    except ValueError:
+        raise InputError(f"--design must be a number of configurations or 'auto', not {design!r}") from None
+    if n < MIN_CONFIGS:
+        raise InputError(f"--design needs at least {MIN_CONFIGS} configurations, not {n}")
+    return n
+
+
 def register(app: typer.Typer) -> None:
     """Add ``archline replay``."""
 
@@ -60,6 +76,18 @@ def register(app: typer.Typer) -> None:
         repeats: Annotated[
             int, typer.Option("--repeats", help="Run the whole measurement this many times (run-to-run spread).")
         ] = 1,
+        design: Annotated[
+            str | None,
+            typer.Option(
+                "--design",
+                help="Also measure every group inside the step by a randomized design of this many on/off "
+                "configurations ('auto': max(3 x groups, 40)).",
+            ),
+        ] = None,
+        design_seed: Annotated[int | None, typer.Option("--design-seed", help="The design's RNG seed.")] = None,
+        design_budget: Annotated[
+            float, typer.Option("--design-budget", help="Seconds of measurement the design may take.")
+        ] = 600.0,
         out: Annotated[Path, typer.Option("-o", "--out", "--output", help="Run directory.")] = Path("archline-replay"),
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
@@ -70,11 +98,16 @@ def register(app: typer.Typer) -> None:
             raise InputError("--top must be at least 1")
         if repeats < 1:
             raise InputError("--repeats must be at least 1")
+        n_design = _design_arg(design)
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run
+        from archline.report.replay import design_text
 
-        res = run_replay(step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats)
+        res = run_replay(
+            step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
+            design=n_design, design_seed=design_seed, design_budget_s=design_budget,
+        )  # fmt: skip
         rep = render_run(out)
         if as_json:
             print_json({**res.summary(), "rows": [r.to_row() for r in res.rows], "report": str(rep.markdown)})
@@ -83,13 +116,15 @@ def register(app: typer.Typer) -> None:
         for r in res.rows:
             marg = "—" if r.marginal_j is None else f"{r.marginal_j:.4g} ± {r.marginal_sigma_j or 0:.2g}"
             iso = f"{r.energy_j:.4g} ± {r.energy_sigma_j:.2g}" if r.measurable else "not measured"
+            iso = "—" if r.measurable and not math.isfinite(r.energy_j) else iso
+            ctx = "—" if r.context_j is None else f"{r.context_j:.4g} ± {r.context_sigma_j or 0:.2g}"
             spread = "—" if r.run_spread_pct is None else f"{r.run_spread_pct:.2f}"
             time_ms = f"{1e3 * r.time_s:.4g}" if r.measurable else "—"
-            body.append([escape(r.group), time_ms, iso, marg, spread])
+            body.append([escape(r.group), time_ms, iso, marg, spread] + [ctx] * (res.design is not None))
         cols = [
             Col("group", "name"), Col("time (ms)"), Col("isolated (J)"), Col("marginal (J)", drop=1),
             Col("spread (%)", drop=2),
-        ]  # fmt: skip
+        ] + [Col("in context (J)")] * (res.design is not None)  # fmt: skip
         title = f"one step: {res.step_energy_j:.4g} ± {res.step_sigma_j:.2g} J, {1e3 * res.step_time_s:.4g} ms"
         t, _ = fit_table(cols, body, console=console, title=title)
         console.print(t)
@@ -100,6 +135,11 @@ def register(app: typer.Typer) -> None:
         console.print(f"nodes switched by '{sw.get('mode')}' ({sw.get('not_switchable_nodes', 0)} could not be)")
         for r in res.not_measurable:
             console.print(f"not measured: {escape(r.group[:60])}: {escape(r.reason)}")
+        if res.design is not None:
+            console.print(escape(design_text(res.design).strip()))
+        for n in res.notes:
+            if n.startswith("design "):
+                console.print(escape(n))
         rr = res.reproducibility
         if rr is not None:
             console.print(

@@ -14,11 +14,13 @@ __all__ = ["REPLAY_COLUMNS", "REPLAY_FILES", "copy_replay", "write_replay"]
 #: The files of a graph replay → what each holds (for a manifest).
 REPLAY_FILES = {
     "replay.csv": "graph replay: each kernel group's isolated and marginal energy per step",
-    "replay.json": "graph replay: the whole step's energy and the sum of the isolated energies",
+    "replay.json": "graph replay: the whole step's energy, the sum of the isolated energies and the design's fit",
 }
 
 #: One row per group of nodes: J, s, W; σ columns are 1 σ. A group that could not be measured has no
 #: energies and says why (``reason``); with repeats, each run's energy (``;``-separated) and their spread (%).
+#: With a randomized design, ``context_j`` ± ``context_sigma_j`` is the group's energy inside the step (files
+#: written before the design have no such columns: readers take them as empty).
 REPLAY_COLUMNS = (
     "group",
     "kind",
@@ -29,6 +31,8 @@ REPLAY_COLUMNS = (
     "mean_power_w",
     "marginal_j",
     "marginal_sigma_j",
+    "context_j",
+    "context_sigma_j",
     "measurable",
     "reason",
     "run_spread_pct",

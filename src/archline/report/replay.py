@@ -1,4 +1,4 @@
-"""Report of a graph-replay run: each kernel group's energy per step, isolated and marginal, and the sum."""
+"""Report of a graph-replay run: each kernel group's energy per step (isolated, marginal, in context), the sums."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from archline.report.doc import Document, Para, Table
 from archline.report.registry import RenderedReport
 from archline.report.render import write_document
 
-__all__ = ["read_replay", "render_replay", "replay_summary_text", "replay_table"]
+__all__ = ["design_text", "read_replay", "render_replay", "replay_summary_text", "replay_table"]
 
 
 def _f(v: Any, fmt: str) -> str:
@@ -61,6 +61,7 @@ def replay_summary_text(s: Mapping[str, Any]) -> str:
     if sw.get("mode"):
         stuck = sw.get("not_switchable_nodes") or 0
         text += f" Nodes switched by '{sw['mode']}'" + (f" ({stuck} nodes could not be)." if stuck else ".")
+    text += design_text(s.get("design") or {})
     rep = s.get("reproducibility") or {}
     if rep:
         text += (
@@ -71,10 +72,33 @@ def replay_summary_text(s: Mapping[str, Any]) -> str:
     return text
 
 
+def design_text(d: Mapping[str, Any]) -> str:
+    """The randomized design's summary in a sentence ('' without one)."""
+    if not d:
+        return ""
+    return (
+        f" Context energies: randomized design of {d.get('configurations')} configurations (seed {d.get('seed')}, "
+        f"{d.get('factors')} factors) fitted as c0 + Σ e; c0 = {_f(d.get('c0_j'), '.4g')} ± "
+        f"{_f(d.get('c0_se_j'), '.2g')} J per replay; neighbour dependence ρ = {_f(_pct(d.get('rho')), '.1f')} % "
+        f"(95 % upper bound {_f(_pct(d.get('rho_up')), '.1f')} %); residual RMS {_f(d.get('residual_rms_pct'), '.2f')} "
+        f"% against noise {_f(d.get('noise_rms_pct'), '.2f')} %; Σ e + c0 is {_f(d.get('sum_vs_step_pct'), '+.2f')} % "
+        f"of the whole step; the whole step predicted from the other configurations is off by "
+        f"{_f(d.get('all_on_error_pct'), '+.2f')} %."
+    )
+
+
+def _pct(v: Any) -> float | None:
+    try:
+        return 100.0 * float(v)
+    except (TypeError, ValueError):
+        return None
+
+
 def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -> Table:
-    """One row per kernel group: nodes per step, time, isolated energy ± σ, power, marginal energy ± σ; with
-    repeats the run-to-run spread, and for a group not measured, why."""
+    """One row per kernel group: nodes per step, time, isolated energy ± σ, power, marginal energy ± σ; with a
+    design the energy in context ± σ, with repeats the run-to-run spread, and for a group not measured, why."""
     spread = any(r.get("run_spread_pct") not in (None, "") for r in rows)
+    context = any(r.get("context_j") not in (None, "") for r in rows)
     why = any(r.get("reason") not in (None, "") for r in rows)
     cells = []
     for r in rows:
@@ -90,13 +114,17 @@ def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -
             if r.get("marginal_j") in (None, "")
             else f"{_f(r['marginal_j'], '.4g')} ± {_f(r['marginal_sigma_j'], '.2g')}",
         ]
+        if context:
+            c = r.get("context_j")
+            cell.append("—" if c in (None, "") else f"{_f(c, '.4g')} ± {_f(r.get('context_sigma_j'), '.2g')}")
         if spread:
             cell.append(_f(r.get("run_spread_pct"), ".2f"))
         if why:
             cell.append(str(r.get("reason") or ""))
         cells.append(tuple(cell))
     header = ["group", "nodes/step", "time (ms)", "isolated energy (J)", "power (W)", "marginal energy (J)"]
-    header += ["run-to-run spread (%)"] * spread + ["not measured because"] * why
+    header += ["in-context energy (J)"] * context + ["run-to-run spread (%)"] * spread
+    header += ["not measured because"] * why
     return Table(tuple(header), tuple(cells), caption="Per replay of the step; σ is 1 σ", notes=tuple(notes))
 
 

@@ -10,6 +10,9 @@ with ``repeats`` the whole measurement is done several times to see how well it 
 Nodes that the driver will not switch (replay_switch.py) stay enabled in every replay with the
 memsets; their groups are reported as not measurable, and every other group's isolated energy
 is then its replay with them less their replay alone.
+
+With ``design`` every measurable group is also measured inside the step, by a randomized design
+of on/off configurations fitted as the fixed cost plus each group's energy (replay_context.py).
 """
 
 from __future__ import annotations
@@ -20,16 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from archline.core.frames import Tabular
 from archline.core.readings import Clock
 from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
-from archline.measurement.attribute.replay_stats import (
-    CallMeasure,
-    Energy,
-    mean_of_runs,
-    reproducibility,
-    run_spread_pct,
-)
+from archline.measurement.attribute.replay_context import check_design, context_rows, run_context
+from archline.measurement.attribute.replay_result import LUMPED, PINNED, REST, ReplayResult, ReplayRow
+from archline.measurement.attribute.replay_stats import CallMeasure, Energy, mean_of_runs
 from archline.measurement.attribute.replay_switch import (
     ReplayableGraph,
     Switching,
@@ -38,6 +36,7 @@ from archline.measurement.attribute.replay_switch import (
 )
 
 __all__ = [
+    "LUMPED",
     "PINNED",
     "REST",
     "ReplayResult",
@@ -49,117 +48,9 @@ __all__ = [
     "run_replay",
 ]
 
-#: The rest of the step's nodes, measured as one group so the isolated energies add up to the step.
-REST = "[all other nodes]"
-#: The groups whose nodes cannot be switched, enabled in every replay and measured together.
-PINNED = "[groups not switchable]"
-
 #: Called before each replay that is measured or timed: (group, what), what being timing, whole,
 #: base, alone, without or rest. Lets a caller learn which replay lost the CUDA context.
 TrialHook = Callable[[str, str], None]
-
-
-@dataclass(frozen=True)
-class ReplayRow:
-    """One group of nodes (a kernel name, or copies, or memsets). J, s, W; σ is 1 σ.
-
-    A row that is not ``measurable`` has NaN energies and says why in ``reason``. With repeats,
-    ``energy_runs_j`` holds each run's isolated energy, ``run_spread_pct`` their range in % of
-    their mean, and ``run_noise_pct`` the range the reported σ alone would give.
-    """
-
-    group: str
-    kind: str
-    nodes_per_step: int
-    time_s: float
-    energy_j: float
-    energy_sigma_j: float
-    mean_power_w: float
-    marginal_j: float | None = None
-    marginal_sigma_j: float | None = None
-    measurable: bool = True
-    reason: str = ""
-    energy_runs_j: tuple[float, ...] = ()
-    run_spread_pct: float | None = None
-    run_noise_pct: float | None = None
-
-    def to_row(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        for k, v in out.items():
-            if isinstance(v, float) and not math.isfinite(v):
-                out[k] = None
-        out["energy_runs_j"] = ";".join(f"{e:.6g}" for e in self.energy_runs_j)
-        return out
-
-
-@dataclass
-class ReplayResult(Tabular):
-    """The whole step and its top groups; ``sum_*`` adds the isolated energies (top groups + the rest)."""
-
-    step_energy_j: float
-    step_sigma_j: float
-    step_time_s: float
-    rows: list[ReplayRow] = field(default_factory=list)
-    groups: int = 0
-    notes: list[str] = field(default_factory=list)
-    repeats: int = 1
-    step_runs_j: list[float] = field(default_factory=list)
-    switching: dict[str, Any] = field(default_factory=dict)
-    target_pct: float = 3.0
-
-    def table_rows(self) -> list[dict[str, Any]]:
-        """Each group's isolated energy (J, 1 σ), time (s) and marginal energy, for ``.to_pandas()``."""
-        return [r.to_row() for r in self.rows]
-
-    def table_title(self) -> str:
-        return f"one step: {self.step_energy_j:.4g} ± {self.step_sigma_j:.2g} J"
-
-    @property
-    def kernels(self) -> list[ReplayRow]:
-        return [r for r in self.rows if r.group not in (REST, PINNED) and r.measurable]
-
-    @property
-    def not_measurable(self) -> list[ReplayRow]:
-        return [r for r in self.rows if not r.measurable]
-
-    @property
-    def _measured(self) -> list[ReplayRow]:
-        return [r for r in self.rows if r.measurable and math.isfinite(r.energy_j)]
-
-    @property
-    def sum_isolated_j(self) -> float:
-        return sum(r.energy_j for r in self._measured)
-
-    @property
-    def sum_isolated_sigma_j(self) -> float:
-        return math.sqrt(sum(r.energy_sigma_j**2 for r in self._measured))
-
-    @property
-    def sum_vs_step_pct(self) -> float:
-        return (self.sum_isolated_j / self.step_energy_j - 1.0) * 100.0 if self.step_energy_j else math.nan
-
-    @property
-    def reproducibility(self) -> dict[str, Any] | None:
-        """Run-to-run spread of every measured group over the repeats, against ``target_pct`` (None: one run)."""
-        return reproducibility([(r.group, r.run_spread_pct, r.run_noise_pct) for r in self._measured], self.target_pct)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "step_energy_j": self.step_energy_j,
-            "step_sigma_j": self.step_sigma_j,
-            "step_time_s": self.step_time_s,
-            "groups": self.groups,
-            "sum_isolated_j": self.sum_isolated_j,
-            "sum_isolated_sigma_j": self.sum_isolated_sigma_j,
-            "sum_vs_step_pct": self.sum_vs_step_pct,
-            "repeats": self.repeats,
-            "step_runs_j": list(self.step_runs_j),
-            "step_run_spread_pct": run_spread_pct(self.step_runs_j),
-            "reproducibility": self.reproducibility,
-            "not_measurable": {r.group: r.reason for r in self.not_measurable},
-            "switching": dict(self.switching),
-            "notes": list(self.notes),
-        }
 
 
 def group_nodes(nodes: Sequence[GraphNode]) -> dict[str, list[int]]:
@@ -211,9 +102,13 @@ class _Trials:
     """Runs and measures replays with chosen nodes enabled; a group whose switching fails is set aside."""
 
     def __init__(
-        self, graph: ReplayableGraph, measure: Callable[[Callable[[], None]], CallMeasure], hook: TrialHook | None
+        self,
+        graph: ReplayableGraph,
+        measure: Callable[[Callable[[], None]], CallMeasure],
+        hook: TrialHook | None,
+        clock: Clock,
     ) -> None:
-        self.graph, self.measure, self.hook = graph, measure, hook
+        self.graph, self.measure, self.hook, self.clock = graph, measure, hook, clock
 
     def run(self, group: str, what: str, nodes: Sequence[int] | None) -> Energy:
         if self.hook is not None:
@@ -302,6 +197,9 @@ def replay_energy(
     exclude: Mapping[str, str] | None = None,
     on_trial: TrialHook | None = None,
     target_pct: float = 3.0,
+    design: int | str | None = None,
+    design_seed: int | None = None,
+    design_budget_s: float | None = None,
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups by isolated time, and of the rest.
 
@@ -309,13 +207,19 @@ def replay_energy(
     before each measurement and every node is enabled again at the end. The groups to measure
     are chosen once; then the whole measurement runs ``repeats`` times. ``exclude`` (group →
     why) keeps groups out, enabled in every replay like nodes that cannot be switched.
+
+    ``design`` (a number of configurations, or ``"auto"``: max(3 · groups, 40)) then measures every
+    measurable group inside the step (``context_j``; replay_context.py), with the RNG seeded by
+    ``design_seed`` (drawn and recorded where None), in at most ``design_budget_s`` seconds of
+    measurement (fewer configurations, with a note).
     """
+    check_design(design)
     if top < 1:
         raise ValueError("top must be at least 1")
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     plan, switching = _plan(graph, exclude or {})
-    t = _Trials(graph, measure, on_trial)
+    t = _Trials(graph, measure, on_trial, clock)
     try:
         times = _time_groups(t, plan, clock, timing_replays)
         chosen = sorted(plan.measurable, key=lambda g: -times[g])[:top]
@@ -343,10 +247,30 @@ def replay_energy(
         for name, why in {**plan.blocked, **plan.failed}.items():
             res.rows.append(_unmeasured(name, graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name]), why))
         res.notes += _notes(plan, switching, chosen, times, repeats)
+        if design is not None:
+            _add_context(res, t, plan, times, design, design_seed, design_budget_s)
         return res
     finally:
         with contextlib.suppress(GraphError):  # a node stuck off: the caller drops this graph anyway
             graph.set_enabled(None)
+
+
+def _add_context(
+    res: ReplayResult, t: _Trials, plan: _Plan, times: Mapping[str, float], design: int | str,
+    seed: int | None, budget_s: float | None,
+) -> None:  # fmt: skip
+    """Every measurable group's energy inside the step, by a randomized design (replay_context.py)."""
+    names = sorted((g for g in plan.measurable if g in times), key=lambda g: -times[g])
+    groups = {g: plan.groups[g] for g in names}
+    ctx = run_context(
+        lambda nodes: t.run("[design]", "design", nodes), groups, plan.base, t.clock, design=design, seed=seed,
+        budget_s=budget_s, step_j=res.step_energy_j, step_sigma_j=res.step_sigma_j,
+    )  # fmt: skip
+    info = {g: (t.graph.nodes[groups[g][0]].kind, len(groups[g]), times[g]) for g in names}
+    info[LUMPED] = ("mixed", sum(len(groups[g]) for g in ctx.lumped), sum(times[g] for g in ctx.lumped))
+    res.rows = context_rows(res.rows, ctx, info)
+    res.design = ctx.summary or None
+    res.notes += ctx.notes
 
 
 def _notes(plan: _Plan, switching: Switching, chosen: list[str], times: dict[str, float], repeats: int) -> list[str]:
@@ -386,11 +310,16 @@ def run_replay(
     target_rel_error: float = 0.02,
     exclude: Mapping[str, str] | None = None,
     on_trial: TrialHook | None = None,
+    design: int | str | None = None,
+    design_seed: int | None = None,
+    design_budget_s: float | None = 600.0,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
     With ``out`` the result goes into a run directory of kind ``replay`` (``replay.csv``,
-    ``replay.json``, the manifest with the board and its state).
+    ``replay.json``, the manifest with the board and its state). ``design``: also each group's
+    energy inside the step by a randomized design (:func:`replay_energy`), its measurements within
+    ``design_budget_s`` seconds (each configuration is one measurement of up to ``max_total_s``).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -414,7 +343,7 @@ def run_replay(
     try:
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
-            on_trial=on_trial,
+            on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
         )  # fmt: skip
         res.notes += graph.notes
     except ArchlineError as exc:
