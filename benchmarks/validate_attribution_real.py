@@ -121,24 +121,31 @@ def analyse(
         if limit and _f(r["mean_power_w"]) > 1.05 * float(limit)  # an identifiable row above the limit: a defect
     ]
     rep: dict[str, tuple[float, float]] = {}
+    ctx: dict[str, tuple[float, float]] = {}
     for rr in replay_rows:
         n = int(_f(rr.get("nodes_per_step")) or 0)
         g = str(rr.get("group", ""))
         if n > 0 and not g.startswith("["):
             e = _f(rr.get("energy_j"))
             rep[(names or {}).get(g, g)] = (e / n, _f(rr.get("energy_sigma_j")) / n)
+            c = _f(rr.get("context_j"))
+            if math.isfinite(c) and c > 0:
+                ctx[(names or {}).get(g, g)] = (c / n, _f(rr.get("context_sigma_j")) / n)
     top_rows = []
     for r in sorted(kernels, key=lambda r: -_f(r["energy_j"]))[:top]:
         calls = int(_f(r.get("calls")) or 0)
         per_call = _f(r["energy_j"]) / calls if calls else math.nan
         iso = rep.get(str(r["name"]))
+        iso = iso if iso and math.isfinite(iso[0]) else None
         diff = (per_call / iso[0] - 1.0) * 100.0 if iso and iso[0] > 0 else None
+        cx = ctx.get(str(r["name"]))
+        diff_ctx = (per_call / cx[0] - 1.0) * 100.0 if cx and cx[0] > 0 else None
         top_rows.append({
             "name": r["name"], "calls": calls, "energy_per_call_j": per_call,
             "half_width_pct": 100 * half_rel(r), "dominated_by": r.get("dominated_by"),
             "identifiable": str(r.get("identifiable")).lower() == "true",
             "replay_per_call_j": iso[0] if iso else None, "replay_sigma_j": iso[1] if iso else None,
-            "diff_pct": diff,
+            "diff_pct": diff, "context_per_call_j": cx[0] if cx else None, "diff_context_pct": diff_ctx,
         })  # fmt: skip
     compared = [t for t in top_rows if t["diff_pct"] is not None]
     total = _f(result.get("total_energy_j"))
@@ -163,6 +170,10 @@ def analyse(
         "top": top_rows,
         "top_compared": len(compared),
         "top_within_15pct": sum(1 for t in compared if abs(t["diff_pct"]) <= 15.0),
+        "top_compared_context": sum(1 for t in top_rows if t["diff_context_pct"] is not None),
+        "top_within_15pct_context": sum(
+            1 for t in top_rows if t["diff_context_pct"] is not None and abs(t["diff_context_pct"]) <= 15.0
+        ),
     }
 
 
@@ -193,8 +204,13 @@ def report(name: str, s: Mapping[str, Any]) -> None:
     for t in s["top"]:
         rp = f"{t['replay_per_call_j'] * 1e3:.4g} mJ" if t["replay_per_call_j"] is not None else "—"
         d = f"{t['diff_pct']:+.1f} %" if t["diff_pct"] is not None else "no replay row"
+        if t.get("diff_context_pct") is not None:
+            d += f"; in-step {t['context_per_call_j'] * 1e3:.4g} mJ: {t['diff_context_pct']:+.1f} %"
         print(f"  {t['name'][:60]:<60} {t['energy_per_call_j'] * 1e3:9.4g} mJ/call ±{t['half_width_pct']:.1f} % "
               f"[{t['dominated_by']}] vs replay {rp}: {d}", flush=True)  # fmt: skip
+    if s.get("top_compared_context"):
+        print(f"  top-10 vs replay's in-step (design) energy: {s['top_within_15pct_context']} of "
+              f"{s['top_compared_context']} within 15 % (information: the priors' own source)", flush=True)  # fmt: skip
     for v in verdicts(s):
         print(f"PASS/FAIL {name}: {v}", flush=True)
 
@@ -210,12 +226,17 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     try:
         step = make_step(name, f"cuda:{a.gpu}")
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
-                              marginal=False)  # fmt: skip
+                              marginal=False, design=a.design, design_budget_s=a.design_budget_s)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
         print(f"{name}: replay {rep.step_energy_j:.4g} J per step, sum of isolated {rep.sum_vs_step_pct:+.1f} % "
               f"({time.time() - t0:.0f} s)", flush=True)  # fmt: skip
+        if rep.design:
+            d = rep.design
+            print(f"{name}: design {d.get('configurations')} configurations, c0 {d.get('c0_j')} J, "
+                  f"ρ̂ {100 * float(d.get('rho') or 0):.1f} % (95 % bound {100 * float(d.get('rho_up') or 0):.1f} %), "
+                  f"in-step sum vs step {float(d.get('sum_vs_step_pct') or 0):+.2f} %", flush=True)  # fmt: skip
     except Exception as exc:  # the attribution still runs, with the default priors only
         traceback.print_exc()
         print(f"ERROR {name} replay: {exc!r}; attributing without replay priors", flush=True)
@@ -259,17 +280,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--trace-duty", default="full", help="archline run --trace-duty (full: every kernel, the reference)"
     )
+    ap.add_argument(
+        "--design", default="auto", help="replay's randomized design: N configurations, auto, or none (isolated only)"
+    )
+    ap.add_argument("--design-budget-s", type=float, default=240.0, help="time the design may take per workload")
     a = ap.parse_args(argv)
     if a.loop:
         return loop(a.loop, a.seconds or 10.0)
     if a.out is None:
         ap.error("--out DIR is required")
+    if a.design == "none":
+        a.design = None
+    elif a.design != "auto":
+        try:
+            a.design = int(a.design)
+        except ValueError:
+            ap.error(f"--design: {a.design!r} is not a number, auto or none")
     for w in a.only.split(","):
         if w not in WORKLOADS:
             ap.error(f"--only: unknown workload {w!r} (one of {', '.join(WORKLOADS)})")
     a.seconds = a.seconds or (6.0 if a.quick else 12.0)
     a.top = 8 if a.quick else 12
     a.replay_s = 1.0 if a.quick else 1.5
+    a.design_budget_s = 120.0 if a.quick else a.design_budget_s
     from archline.hw.nvml import device_static
 
     static = device_static(a.gpu)

@@ -15,7 +15,8 @@
 #   replay          benchmarks/validate_replay.py (graph replay of a ResNet-50 step, bf16 channels_last, batch 64,
 #                   and a transformer step; 2 runs each for reproducibility; each workload in a child process,
 #                   restarted without a group whose replay loses the context; ~3.5 min on an H100)
-#   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops, overhead)
+#   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops: replay with its
+#                   randomized design, ~4 min a workload, then archline run with its priors; ~10 min in all)
 #   tensor          archline characterize --only tensor --only operand.ffma --only lat (tensor cores,
 #                   operand data, pointer-chase latency)
 #   latency         archline characterize --only lat (pointer-chase latency alone)
@@ -87,7 +88,7 @@ for s in "$@"; do
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
     replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay" --gpu ${ON_GPU:-0} \
               --only ${REPLAY_ONLY:-resnet50,transformer} --budget-s ${REPLAY_BUDGET_S:-180} ${REPLAY_ARGS:-} "${q[@]}" ;;
-    attribution) step attribution 330 python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} "${q[@]}" ;;
+    attribution) step attribution ${ATTRIBUTION_LIMIT:-900} python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
     model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;

@@ -163,3 +163,31 @@ def test_real_h200_pulses_on_the_buffer_with_the_shipped_sensor_model(tmp_path):
         r, c = res.table[n], on_counter.table[n]
         assert r.mean_power_w == pytest.approx(long_w, rel=0.02) and r.identifiable
         assert r.energy_hi_j - r.energy_lo_j < 0.5 * (c.energy_hi_j - c.energy_lo_j)
+
+
+def test_priors_from_a_replay_design_use_the_in_step_energy_and_its_measured_spread():
+    rows = [
+        # ran in the design and alone: the in-step energy wins
+        {"group": "gemm", "nodes_per_step": "4", "time_s": "0.004", "energy_j": "2.4", "energy_sigma_j": "0.02",
+         "context_j": "2.0", "context_sigma_j": "0.08"},
+        # in the design only (no isolated value)
+        {"group": "relu", "nodes_per_step": "2", "time_s": "", "energy_j": "", "context_j": "0.2",
+         "context_sigma_j": "0.02"},
+        # the design's lumped group gives none
+        {"group": "[groups lumped in the design]", "nodes_per_step": "7", "context_j": "0.3", "context_sigma_j": "0.1"},
+        # alone only: isolated, without a measured spread
+        {"group": "copy_k", "nodes_per_step": "1", "time_s": "0.001", "energy_j": "0.1", "energy_sigma_j": "0.001"},
+    ]  # fmt: skip
+    p = priors_from_replay(rows, design={"rho_up": 0.04})
+    assert set(p) == {"gemm", "relu", "copy_k"}
+    assert p["gemm"].energy_per_call_j == pytest.approx(0.5) and p["gemm"].sd_j == pytest.approx(0.02)
+    assert p["gemm"].context_rel_sd == 0.04 and p["gemm"].time_per_call_s == pytest.approx(0.001)
+    assert p["relu"].energy_per_call_j == pytest.approx(0.1) and math.isnan(p["relu"].time_per_call_s)
+    assert math.isnan(p["copy_k"].context_rel_sd) and p["copy_k"].energy_per_call_j == pytest.approx(0.1)
+    # Without the design's summary the in-step energies are still used, with no measured spread to carry.
+    assert math.isnan(priors_from_replay(rows)["gemm"].context_rel_sd)
+    row = ReplayRow("k", "kernel", 2, 0.001, 0.4, 0.004, 400.0, context_j=0.3, context_sigma_j=0.006)
+    res = ReplayResult(2.0, 0.01, 0.01, rows=[row])
+    res.design = {"rho_up": 0.03}
+    q = priors_from_replay(res)["k"]
+    assert q.energy_per_call_j == pytest.approx(0.15) and q.context_rel_sd == 0.03

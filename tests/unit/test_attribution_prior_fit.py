@@ -282,11 +282,13 @@ def _one_mix_windows(seed: int, off: float) -> tuple[np.ndarray, np.ndarray, np.
 
 def test_a_measured_spread_is_kept_where_the_windows_cannot_tell():
     # The same windows of one mix: alone they bound nothing (previous test); with replay's measured 4 %
-    # the priors keep 4 %, scaled by what the windows say of their common level.
+    # (folded into each prior's σ, as priors_from_replay does) the priors keep it, scaled by what the
+    # windows say of their common level.
     x, y, mu, truth, src = _one_mix_windows(3, 0.9)
     k = len(src) - 1
     ctx = np.r_[np.full(k, 0.04), np.nan]
-    pm, psd, fits = calibrate_priors(x, y, 1.0, mu, np.r_[0.01 * mu[:k], 60.0], src, context_rel_sd=ctx)
+    sd = np.r_[math.hypot(0.01, 0.04) * mu[:k], 60.0]  # replay's σ with its measured 4 % folded in
+    pm, psd, fits = calibrate_priors(x, y, 1.0, mu, sd, src, context_rel_sd=ctx)
     (f,) = fits
     assert f.rho_measured == 0.04 and f.rho_used == pytest.approx(0.04) and f.at_grid_top
     assert "measured per-kernel spread" in f.note() and "cannot bound ρ from above" in f.note()
@@ -301,7 +303,9 @@ def test_windows_that_contradict_a_measured_spread_widen_it():
     # Phased windows with priors 40 % off but claiming a 3 % spread: the windows' lower bound on ρ exceeds
     # 3 %, so the measurement is refuted and the windows' own upper bound is used; the note says so.
     run = _run(0)
-    priors = {n: replace(p, context_rel_sd=0.03) for n, p in _priors(run, 0.40, 0).items()}
+    priors = {
+        n: replace(p, sd_j=0.03 * p.energy_per_call_j, context_rel_sd=0.03) for n, p in _priors(run, 0.40, 0).items()
+    }
     res = _attribute(run, priors)
     f = res.extra["prior_fit"]["replay"]
     assert f["rho_measured"] == 0.03 and f["rho_low"] > 0.1 and f["refuted"] and f["rho_used"] == f["rho_up"]
@@ -313,8 +317,9 @@ def test_windows_that_contradict_a_measured_spread_widen_it():
 def test_a_prior_measured_at_another_call_time_is_widened():
     run = _run(1)
     base = _priors(run, 0.0, 1)
-    res0 = _attribute(run, {n: replace(p, context_rel_sd=0.02) for n, p in base.items()})
-    slow = {n: replace(p, context_rel_sd=0.02, time_per_call_s=run.mean_call_s(n) * 1.25) for n, p in base.items()}
+    measured = {n: replace(p, sd_j=0.02 * p.energy_per_call_j, context_rel_sd=0.02) for n, p in base.items()}
+    res0 = _attribute(run, measured)
+    slow = {n: replace(p, time_per_call_s=run.mean_call_s(n) * 1.25) for n, p in measured.items()}
     res1 = _attribute(run, slow)
     h0 = np.median([_half(r) for r in res0.kernels])
     h1 = np.median([_half(r) for r in res1.kernels])

@@ -82,3 +82,9 @@ def test_arguments_are_checked_before_any_gpu_work(bench, capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["--out", "x", "--only", "vgg"])
     assert e.value.code == 2 and "unknown workload 'vgg'" in capsys.readouterr().err
+
+
+def test_a_bad_design_count_is_an_argument_error(bench, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main(["--out", "x", "--design", "lots"])
+    assert e.value.code == 2 and "--design" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -179,9 +180,16 @@ def read_replay_priors(directory: Path) -> dict[str, Any]:
         raise InputError(f"{path}: file not found (give a run directory of archline replay)") from None
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
-    priors = priors_from_replay(rows)
+    design = None
+    summary = path.with_name("replay.json")
+    if summary.is_file():
+        try:
+            design = (json.loads(summary.read_text(encoding="utf-8")) or {}).get("design")
+        except (OSError, ValueError, UnicodeDecodeError, AttributeError) as exc:
+            raise InputError(f"{summary}: cannot read ({exc})") from None
+    priors = priors_from_replay(rows, design=design if isinstance(design, dict) else None)
     if not priors:
-        raise InputError(f"{path}: no kernel group with a positive isolated energy")
+        raise InputError(f"{path}: no kernel group with a positive isolated or in-step energy")
     return dict(priors)
 
 

@@ -228,7 +228,11 @@ def _redo(run: RunDir, raw: Any) -> AttributionResult:
     traced = [(float(a), float(b)) for a, b in iv] if isinstance(iv, list) else None
     options = None
     if (run.path / "replay.csv").is_file():
-        options = AttributionOptions(priors=dict(priors_from_replay(read_replay(run.path)[1])))
+        summary, rows = read_replay(run.path)
+        design = summary.get("design")
+        options = AttributionOptions(
+            priors=dict(priors_from_replay(rows, design=design if isinstance(design, dict) else None))
+        )
     return attribute_energy(
         raw.recording, raw.activities, program_span=raw.program_span, options=options, traced=traced
     )

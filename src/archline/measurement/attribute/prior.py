@@ -45,38 +45,58 @@ class KernelPrior:
 
 
 def priors_from_replay(
-    rows: Iterable[Mapping[str, Any]] | Any, *, min_rel_sd: float = REPLAY_TINY_REL_SD
+    rows: Iterable[Mapping[str, Any]] | Any,
+    *,
+    min_rel_sd: float = REPLAY_TINY_REL_SD,
+    design: Mapping[str, Any] | None = None,
 ) -> dict[str, KernelPrior]:
-    """Priors from graph replay's isolated energies: a ``ReplayResult``, or the rows of ``replay.csv``.
+    """Priors from graph replay: a ``ReplayResult``, or the rows of ``replay.csv`` (with ``design``, the
+    ``design`` entry of its ``replay.json``).
 
-    Names are demangled as the attribution's are. Each group's isolated energy per replay is
-    divided by its nodes per step; the spread is the
-    larger of its measured σ and ``min_rel_sd`` of the energy (by default a tiny floor: how far the
-    isolated energy is from the in-context one is the attribution's to calibrate, see ``prior_fit.py``).
-    The lumped rest and copy groups give none.
+    Where the replay ran its randomized design (a row's ``context_j``), the prior is the group's energy
+    inside the step, ``context_j`` ± ``context_sigma_j`` (the design's measured neighbour dependence ρ
+    already folded in), and carries that ρ's 95 % bound as :attr:`KernelPrior.context_rel_sd`; otherwise
+    its isolated energy ± its σ, floored at ``min_rel_sd`` (by default tiny: how far the isolated energy is
+    from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
+    by the group's nodes per step, and carries its isolated time per call where measured. Names are
+    demangled as the attribution's are; the lumped and copy groups give none.
     """
     if hasattr(rows, "rows"):
+        design = design if design is not None else getattr(rows, "design", None)
         rows = [r.to_row() for r in rows.rows]
     rows = list(rows)
+    rho = _num((design or {}).get("rho_up"))
     # Graph nodes carry mangled names (cuFuncGetName); the attribution's rows are demangled.
     names = demangle([str(r.get("group", "")) for r in rows])
     out: dict[str, KernelPrior] = {}
     for r in rows:
         name = str(r.get("group", ""))
-        if not name or name.startswith("["):
+        n = int(_num(r.get("nodes_per_step")) if math.isfinite(_num(r.get("nodes_per_step"))) else 0)
+        if not name or name.startswith("[") or n <= 0:
             continue
-        try:
-            n = int(r.get("nodes_per_step") or 0)
-            e = float(r.get("energy_j") or math.nan)
-            s = float(r.get("energy_sigma_j") or 0.0)
-        except (TypeError, ValueError):
+        t = _num(r.get("time_s"))
+        t_call = t / n if math.isfinite(t) and t > 0 else math.nan
+        ctx, ctx_sd = _num(r.get("context_j")), _num(r.get("context_sigma_j"))
+        if math.isfinite(ctx) and ctx > 0 and math.isfinite(ctx_sd) and ctx_sd > 0:
+            out[names.get(name, name)] = KernelPrior(
+                ctx / n, ctx_sd / n, "replay", context_rel_sd=rho if math.isfinite(rho) else math.nan,
+                time_per_call_s=t_call,
+            )  # fmt: skip
             continue
-        if n <= 0 or not math.isfinite(e) or e <= 0:
+        e, sig = _num(r.get("energy_j")), _num(r.get("energy_sigma_j"))
+        if not math.isfinite(e) or e <= 0:
             continue
         e_call = e / n
-        sd = max(abs(s) / n if math.isfinite(s) else 0.0, min_rel_sd * e_call, REPLAY_TINY_REL_SD * 1e-3 * e_call)
-        out[names.get(name, name)] = KernelPrior(e_call, sd, "replay")
+        sd = max(abs(sig) / n if math.isfinite(sig) else 0.0, min_rel_sd * e_call, REPLAY_TINY_REL_SD * 1e-3 * e_call)
+        out[names.get(name, name)] = KernelPrior(e_call, sd, "replay", time_per_call_s=t_call)
     return out
+
+
+def _num(v: Any) -> float:
+    try:
+        return float(v) if v not in (None, "") else math.nan
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def dominance(data_weight: float) -> str:

@@ -124,22 +124,25 @@ class ScaleFit:
     at_grid_top: bool
     calibrated: bool = True
     why: str = ""
-    #: ρ measured where the priors came from (replay's randomized design), NaN where none; the fit uses it
-    #: unless the windows' one-sided 95 % lower bound ``rho_low`` exceeds it (then the windows' upper bound).
+    #: ρ measured where the priors came from (replay's randomized design; already folded into each prior's
+    #: σ), NaN where none. Unless the windows' one-sided 95 % lower bound ``rho_low`` on the spread beyond
+    #: the priors' σ is above the grid's bottom (refuted), the fit adds nothing to those σ.
     rho_measured: float = math.nan
     rho_low: float = math.nan
 
     @property
     def rho_used(self) -> float:
-        """The spread the fit gives the source's priors."""
+        """The per-kernel spread of the source's priors in the fit: the measured one (already in each
+        prior's σ) unless refuted, else the windows' upper bound on the spread beyond the priors' σ."""
         if math.isfinite(self.rho_measured) and not self.refuted:
             return self.rho_measured
         return self.rho_up
 
     @property
     def refuted(self) -> bool:
-        """The windows' 95 % lower bound on ρ exceeds the measured spread: the measurement does not hold here."""
-        return math.isfinite(self.rho_measured) and math.isfinite(self.rho_low) and self.rho_low > self.rho_measured
+        """The windows need a spread beyond the priors' measured σ (their 95 % lower bound on the excess is above
+        the grid's bottom): the measurement does not hold in this run."""
+        return math.isfinite(self.rho_measured) and _excess(self.rho_low)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -240,6 +243,11 @@ def upper_bound(ll: F64, grid: F64 = RHO_GRID, level: float = ONE_SIDED_95) -> t
     lg = np.log(grid[j - 1 : j + 1])
     t = (level - drop[j - 1]) / (drop[j] - drop[j - 1])
     return float(grid[i_hat]), float(np.exp(lg[0] + t * (lg[1] - lg[0]))), False
+
+
+def _excess(rho_low: float) -> bool:
+    """The windows' lower bound on the spread beyond the priors' σ excludes none (is above the grid's bottom)."""
+    return math.isfinite(rho_low) and rho_low > float(RHO_GRID[0]) * (1.0 + 1e-9)
 
 
 def lower_bound(ll: F64, grid: F64 = RHO_GRID, level: float = ONE_SIDED_95) -> float:
@@ -343,10 +351,14 @@ def _calibrate(
             rho_hat[gi], rho_up[gi], top[gi] = upper_bound(ll, grid)
             rho_low[gi] = lower_bound(ll, grid)
             s_start = np.maximum(np.abs(s_at[int(np.argmax(ll))]), 1e-3)
-    # A source whose spread was measured where its priors came from keeps it, unless the windows' lower
-    # bound exceeds it (the measurement does not hold in this run); the others take the windows' upper bound.
+    # A source whose spread was measured where its priors came from (already in each prior's σ) gets no
+    # more, unless the windows' lower bound says they need more (the measurement does not hold in this run);
+    # the others take the windows' upper bound on the spread beyond their σ.
     rho_fit = np.array(
-        [m if math.isfinite(m) and lo <= m else float(up) for m, lo, up in zip(measured, rho_low, rho_up, strict=True)]
+        [
+            0.0 if math.isfinite(m) and not _excess(float(lo)) else float(up)
+            for m, lo, up in zip(measured, rho_low, rho_up, strict=True)
+        ]
     )
     # ŝ and its covariance at the spreads used, with the variances' s² at ŝ.
     s_ref = s_start
@@ -429,9 +441,8 @@ def fit_priors(
         pm, psd, fits = calibrate_priors(x, y, window_noise_var(x, y), pm, psd, sources, context_rel_sd=ctx)
     calibrated = {f.source for f in fits if f.calibrated}
     given = np.array([s != "default" and s not in calibrated for s in sources], bool)
-    # Priors taken as given: a measured context spread where there is one, else the old floor for replay's.
+    # Priors taken as given: with a measured context spread their σ already holds it; else replay's old floor.
     with_ctx = given & np.isfinite(ctx)
-    psd = np.where(with_ctx, np.hypot(psd, np.nan_to_num(ctx) * pm), psd)
     floor = given & ~with_ctx & np.array([s == "replay" for s in sources], bool)
     psd = np.where(floor, np.maximum(psd, fixed_min_rel_sd * pm), psd).astype(np.float64)
     return pm.astype(np.float64), psd, fits
