@@ -168,7 +168,8 @@ def test_real_h200_pulses_on_the_buffer_with_the_shipped_sensor_model(tmp_path):
 def test_priors_from_a_replay_design_use_the_in_step_energy_and_its_measured_spread():
     rows = [
         # ran in the design and alone: the in-step energy wins
-        {"group": "gemm", "nodes_per_step": "4", "time_s": "0.004", "energy_j": "2.4", "energy_sigma_j": "0.02",
+        {"group": "gemm", "nodes_per_step": "4", "time_s": "0.005", "group_time_s": "0.004", "energy_j": "2.4",
+         "energy_sigma_j": "0.02",
          "context_j": "2.0", "context_sigma_j": "0.08"},
         # in the design only (no isolated value)
         {"group": "relu", "nodes_per_step": "2", "time_s": "", "energy_j": "", "context_j": "0.2",

@@ -33,6 +33,7 @@ REPLAY_COLUMNS = (
     "marginal_sigma_j",
     "context_j",
     "context_sigma_j",
+    "group_time_s",
     "measurable",
     "reason",
     "run_spread_pct",

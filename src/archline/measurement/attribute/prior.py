@@ -58,7 +58,8 @@ def priors_from_replay(
     already folded in), and carries that ρ's 95 % bound as :attr:`KernelPrior.context_rel_sd`; otherwise
     its isolated energy ± its σ, floored at ``min_rel_sd`` (by default tiny: how far the isolated energy is
     from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
-    by the group's nodes per step, and carries its isolated time per call where measured. Names are
+    by the group's nodes per step, and carries the group's own time per call (``group_time_s``) where
+    measured. Names are
     demangled as the attribution's are; the lumped and copy groups give none.
     """
     if hasattr(rows, "rows"):
@@ -74,7 +75,8 @@ def priors_from_replay(
         n = int(_num(r.get("nodes_per_step")) if math.isfinite(_num(r.get("nodes_per_step"))) else 0)
         if not name or name.startswith("[") or n <= 0:
             continue
-        t = _num(r.get("time_s"))
+        # The group's own time (beyond an empty replay's), never the isolated replay's whole time.
+        t = _num(r.get("group_time_s"))
         t_call = t / n if math.isfinite(t) and t > 0 else math.nan
         ctx, ctx_sd = _num(r.get("context_j")), _num(r.get("context_sigma_j"))
         if math.isfinite(ctx) and ctx > 0 and math.isfinite(ctx_sd) and ctx_sd > 0:

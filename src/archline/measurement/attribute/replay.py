@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archline.core.readings import Clock
@@ -131,8 +131,12 @@ class _Trials:
 
 
 def _time_groups(t: _Trials, plan: _Plan, clock: Clock, replays: int) -> dict[str, float]:
-    """Each measurable group's time per replay with only it enabled (beyond the base's own time)."""
-    base_s = t.time(PINNED, plan.base, clock, replays) if plan.pinned else 0.0
+    """Each measurable group's time per replay with only it enabled, beyond the time of a replay with none
+    (the base: pinned nodes and memsets, or nothing; a replay's launch and synchronisation are not the group's)."""
+    try:
+        base_s = t.time(PINNED, plan.base, clock, replays)
+    except SwitchError:
+        base_s = 0.0
     out: dict[str, float] = {}
     for name in plan.measurable:
         try:
@@ -249,6 +253,7 @@ def replay_energy(
         res.notes += _notes(plan, switching, chosen, times, repeats)
         if design is not None:
             _add_context(res, t, plan, times, design, design_seed, design_budget_s)
+        res.rows = [replace(r, group_time_s=times[r.group]) if r.group in times else r for r in res.rows]
         return res
     finally:
         with contextlib.suppress(GraphError):  # a node stuck off: the caller drops this graph anyway

@@ -47,6 +47,9 @@ class ReplayRow:
     run_noise_pct: float | None = None
     context_j: float | None = None
     context_sigma_j: float | None = None
+    #: The group's time per replay with only it enabled, beyond a replay with none enabled (its kernels' own
+    #: time, without the replay's launch and synchronisation); ``time_s`` is the whole isolated replay's.
+    group_time_s: float | None = None
 
     def to_row(self) -> dict[str, Any]:
         out = dict(self.__dict__)
