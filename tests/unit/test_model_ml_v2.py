@@ -122,3 +122,26 @@ def test_v2_is_an_option_of_calibrate_and_is_written_and_reloaded(tmp_path: Path
     _k, c = pairs[-1]
     bare = back.predict(replace(c, ncu_time_s=float("nan")))
     assert bare.time_s >= back.predicted_time(c)[1] and np.isfinite(bare.energy_at_predicted_time_j)
+
+
+def test_model_predict_takes_protocol_v2_from_a_run_directory_unless_told(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from archline.cli.app import app
+
+    d = write_ml_run_dir(tmp_path / "run", _set(25))
+    analyze_ml_run(d, params())
+    args = ["model", "predict", "--model", str(d), "--counts", "tensor_bf16=2e12,dram=3e8", "--json"]
+    by = {}
+    for proto in ("auto", "v1", "v2"):
+        res = CliRunner().invoke(app, [*args, "--protocol", proto])
+        assert res.exit_code == 0, res.output
+        by[proto] = json.loads(res.stdout)
+    assert by["auto"]["model_file"] == ML_V2_FILE == by["v2"]["model_file"]
+    assert by["v1"]["model_file"] == ML_MODEL_FILE
+    # Counts alone carry no ncu duration: v2 predicts from the time roofline, and says so.
+    assert by["v2"]["time_from"] == "roofline"
+    # This kernel is capped: v1 stretches its time to E_dyn/(P − π0), v2 to κ·E_dyn/(P_cap − π0), shorter.
+    assert by["v2"]["time_s"] < by["v1"]["time_s"]
+    bad = CliRunner().invoke(app, [*args, "--protocol", "v3"])
+    assert bad.exit_code == 2 and "protocol must be one of" in bad.output and "Traceback" not in bad.output

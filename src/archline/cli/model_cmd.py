@@ -40,7 +40,7 @@ def predict(
             "--model",
             "-m",
             help="Model file (roofline_model.json), or for --ncu-csv/--counts a roofline run directory "
-            "or its roofline_ml_model.json.",
+            "or one of its ML model files (roofline_ml_model.json, roofline_ml_v2.json).",
         ),
     ] = None,
     flops: Annotated[
@@ -71,6 +71,14 @@ def predict(
         float,
         typer.Option("--activity", help="Operand toggle rate 0–1 of the tensor-core inputs (random data: 0.5)."),
     ] = 0.5,
+    protocol: Annotated[
+        str,
+        typer.Option(
+            "--protocol",
+            help="With --model RUN_DIR and --ncu-csv/--counts: auto (protocol v2 where the run has it, else v1), "
+            "v1 (docs/roofline.md §10b) or v2 (§10e).",
+        ),
+    ] = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout instead of a table.")] = False,
 ) -> None:
     """Predict time, energy and power of a kernel from its counts, with 1σ errors from the fit's covariance;
@@ -79,7 +87,7 @@ def predict(
     from archline.model.predict import predict_kernel
 
     if ncu_csv is not None or counts:
-        _predict_counted(model, ncu_csv, counts or [], time_s, activity, as_json)
+        _predict_counted(model, ncu_csv, counts or [], time_s, activity, as_json, protocol)
         return
     if model is None or flops is None or nbytes is None:
         raise InputError("model predict needs --model, --flops and --bytes (or --ncu-csv/--counts with --model RUN)")
@@ -164,11 +172,17 @@ def _parse_counts(items: list[str]) -> Any:
 
 
 def _predict_counted(
-    run: Path | None, ncu_csv: Path | None, counts: list[str], time_s: float | None, activity: float, as_json: bool
+    run: Path | None,
+    ncu_csv: Path | None,
+    counts: list[str],
+    time_s: float | None,
+    activity: float,
+    as_json: bool,
+    protocol: str = "auto",
 ) -> None:
     """``model predict --ncu-csv/--counts``: the counted ML model of a roofline run."""
     from archline.model.ml import MeasuredKernel
-    from archline.model.ml_run import load_ml_model
+    from archline.model.ml_run import load_ml_model, ml_model_path
 
     if run is None:
         raise InputError("--ncu-csv/--counts need --model: a roofline run directory or its roofline_ml_model.json")
@@ -178,7 +192,8 @@ def _predict_counted(
         raise InputError(f"--activity must be between 0 and 1 (got {activity:g})")
     if time_s is not None and not (math.isfinite(time_s) and time_s > 0):
         raise InputError(f"--time must be a positive number (got {time_s:g})")
-    m = load_ml_model(run)
+    m = load_ml_model(run, protocol)
+    model_file = ml_model_path(run, protocol).name
     if ncu_csv is not None:
         from archline.hw.ncu import METRICS, parse_raw_csv
         from archline.model.ml import counts_from_ncu_values
@@ -205,8 +220,16 @@ def _predict_counted(
     if time_s is not None:
         meas = MeasuredKernel(name=c.name, group="", time_s=time_s, energy_j=math.nan)
     p = m.predict(c, measured=meas, alpha=activity)
+    time_from = "ncu" if m.time_source == "ncu" and math.isfinite(c.ncu_time_s) and c.ncu_time_s > 0 else "roofline"
     if as_json:
-        out: dict[str, Any] = {"model": str(run), "source": source, "terms_j": p.terms, "activity": activity}
+        out: dict[str, Any] = {
+            "model": str(run),
+            "model_file": model_file,
+            "source": source,
+            "terms_j": p.terms,
+            "activity": activity,
+            "time_from": time_from,
+        }
         out.update({k: v for k, v in p.as_row().items() if not k.startswith("term_") and "error" not in k})
         out.pop("measured_energy_j", None)
         print_json(out)
@@ -228,7 +251,10 @@ def _predict_counted(
         if v:
             rows.append([f"  term {k}", f"{v:.4g}", "", "J"])
     cols = [Col("quantity", "name"), Col("value"), Col("± 95 %"), Col("unit", "text")]
-    title = f"counted model of {run}: {source}; terms {'+'.join(m.terms) or 'base'}"
+    title = (
+        f"counted model of {run} ({model_file}): {source}; terms {'+'.join(m.terms) or 'base'}; "
+        f"time from the {'ncu duration' if time_from == 'ncu' else 'time roofline'}"
+    )
     table, _ = fit_table(cols, rows, console=console, title=title)
     console.print(table)
 

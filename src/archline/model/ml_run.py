@@ -36,10 +36,12 @@ __all__ = [
     "ML_TABLE",
     "ML_V2_FILE",
     "ML_V2_PREDICTIONS_TABLE",
+    "PROTOCOLS",
     "MlRun",
     "analyze_ml_run",
     "load_ml_model",
     "ml_model_json",
+    "ml_model_path",
     "ml_prediction_rows",
     "write_ml_run",
 ]
@@ -253,11 +255,27 @@ def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
     write_csv(path, rows)
 
 
-def load_ml_model(path: str | os.PathLike[str]) -> MlModel:
-    """The calibrated ML model from a run's ``roofline_ml_model.json`` (or the run directory itself)."""
+#: Which protocol's model a run directory gives (``auto``: v2 where the run wrote it, else v1).
+PROTOCOLS = ("auto", "v1", "v2")
+
+
+def ml_model_path(path: str | os.PathLike[str], protocol: str = "auto") -> Path:
+    """The model file of ``path`` (a file is itself; a run directory gives ``protocol``'s file)."""
     p = Path(path)
-    if p.is_dir():
-        p = p / ML_MODEL_FILE
+    if protocol not in PROTOCOLS:
+        raise InputError(f"protocol must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    if not p.is_dir():
+        return p
+    if protocol == "v2" or (protocol == "auto" and (p / ML_V2_FILE).is_file()):
+        return p / ML_V2_FILE
+    return p / ML_MODEL_FILE
+
+
+def load_ml_model(path: str | os.PathLike[str], protocol: str = "auto") -> MlModel:
+    """The calibrated ML model from a run's model file, or from the run directory itself: protocol v2's
+    (``roofline_ml_v2.json``) where the run wrote it and ``protocol`` is ``auto`` or ``v2``, else v1's
+    (``roofline_ml_model.json``)."""
+    p = ml_model_path(path, protocol)
     if not p.is_file():
         raise InputError(f"{p}: no such file (run `archline roofline`, or `archline model fit` on its run directory)")
     try:
