@@ -105,7 +105,17 @@ for s in "$@"; do
 done
 
 # What comes back: one archive of the run directories and one of the logs (the device tool returns
-# at most 8 files, each at most 16 MB): files over ${MAX_FILE_MB:-4} MB (raw traces) are listed, not kept.
+# at most 8 files, each at most 16 MB): files over ${MAX_FILE_MB:-4} MB are listed, not kept, except raw CUPTI
+# traces (*.bin), which come back beside the archives gzipped (large-<path>.gz, ≤ 15 MB each, at most
+# ${MAX_LARGE:-3}), so that an attribution can be redone on a CPU: gunzip one into its run directory's raw/cupti/.
+n_large=0
+find "$OUT/results" -type f -name '*.bin' -size +"${MAX_FILE_MB:-4}"M 2>/dev/null | sort | while read -r f; do
+  [ "$n_large" -ge "${MAX_LARGE:-3}" ] && break
+  rel=${f#"$OUT/results/"}; g="$OUT/large-$(echo "$rel" | tr '/' '+').gz"
+  gzip -1 -c "$f" >"$g" && if [ "$(stat -c %s "$g")" -le 15000000 ]; then
+    echo "$rel -> $(basename "$g")" >>"$OUT/logs/large-files.txt"; rm -f "$f"; n_large=$((n_large + 1))
+  else rm -f "$g"; fi
+done
 find "$OUT/results" -type f -size +"${MAX_FILE_MB:-4}"M -printf '%s %p\n' >"$OUT/logs/dropped-large-files.txt" 2>/dev/null
 find "$OUT/results" -type f -size +"${MAX_FILE_MB:-4}"M -delete 2>/dev/null
 tar -C "$OUT/results" -czf "$OUT/results-$G-$(IFS=-; echo "$*").tar.gz" . && rm -rf "$OUT/results"

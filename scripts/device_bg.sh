@@ -27,7 +27,8 @@ echo "=== driver log"; tail -n 40 "$work/driver.log" 2>/dev/null
 for f in "$work"/out/logs/*.log "$work"/out/*/logs/*.log; do [ -f "$f" ] && { echo "=== $f (last lines)"; tail -n 6 "$f"; }; done
 if [ -f "$work/rc" ]; then
   echo "=== done, rc=$(cat "$work/rc")"
-  cp "$work"/out/*.tar.gz "$work"/out/all/*.tar.gz "$work/driver.log" "${OUT:?}/" 2>/dev/null
+  cp "$work"/out/*.tar.gz "$work"/out/all/*.tar.gz "$work"/out/large-*.gz "$work"/out/all/large-*.gz \
+    "$work/driver.log" "${OUT:?}/" 2>/dev/null
   ls -la "$OUT"
 else
   echo "=== still running after ${wait_s} s"
