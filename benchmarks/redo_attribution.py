@@ -1,0 +1,127 @@
+"""Redo an ``archline run`` attribution on a CPU, from the run directory's raw traces, with other options.
+
+    python benchmarks/redo_attribution.py RUN_DIR [--cupti FILE.bin[.gz] ...] [--prior-replay DIR]
+        [--prior-scale fit|fixed] [--fit-source buffer|counter] [--json]
+
+For iterating the attribution method on real GPU data without a GPU. The board's power limit and the power
+buffer's sensor model are taken as ``archline run`` took them (the manifest's limit; the calibration or the
+shipped prior of the board's generation). Run directories brought back by ``scripts/device.sh`` lack their
+large files: ``--cupti`` gives the raw CUPTI trace(s) the script returned gzipped beside its archives
+(``large-…+raw+cupti+cupti-….bin.gz``); the activities are rebuilt from them into ``RUN_DIR/raw/activities.csv``.
+Prints issue 13's figures (``benchmarks/validate_attribution_real.py``'s analysis) against the replay's rows
+when ``--prior-replay`` is given, else the identifiable share and the notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
+    """Rebuild ``raw/activities.csv`` from the raw CUPTI file(s); the number of records kept for this GPU."""
+    from archline.hw.cupti.inject import read_injection_output
+    from archline.measurement.attribute.io import ACTIVITIES_FILE
+    from archline.measurement.attribute.placement import split_by_gpu
+    from archline.records.activity import write_activities
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, f in enumerate(cupti):
+            name = f.name.split("+")[-1].removesuffix(".gz")
+            # The reader takes the injection library's own names (cupti-<pid>[-<time>].bin).
+            dst = Path(tmp) / (name if name.startswith("cupti-") and name.endswith(".bin") else f"cupti-{i}.bin")
+            if f.suffix == ".gz":
+                with gzip.open(f, "rb") as src, dst.open("wb") as out:
+                    shutil.copyfileobj(src, out)
+            else:
+                shutil.copyfile(f, dst)
+        traced = read_injection_output(tmp)
+    records = traced.records
+    if uuid and records:
+        split = split_by_gpu(traced, {0: uuid})
+        if split.unnamed == 0:
+            records = split.records[0]
+    write_activities(run_dir / ACTIVITIES_FILE, records)
+    return len(records)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--cupti", type=Path, nargs="*", default=[], help="raw CUPTI trace(s), .bin or .bin.gz")
+    ap.add_argument("--prior-replay", type=Path, help="a replay run directory whose energies become priors")
+    ap.add_argument("--prior-scale", choices=("fit", "fixed"), default="fit")
+    ap.add_argument("--fit-source", choices=("buffer", "counter"), default="buffer")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    a = ap.parse_args(argv)
+
+    from archline.errors import ArchlineError
+    from archline.measurement.attribute.attribution import AttributionOptions
+    from archline.measurement.attribute.io import ACTIVITIES_FILE, reanalyze
+    from archline.measurement.choose import GpuIdentity, choose_model
+
+    d = a.run_dir
+    try:
+        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"{d / 'manifest.json'}: cannot read ({exc})", file=sys.stderr)
+        return 2
+    gpu = manifest.get("gpu") or {}
+    if not (d / ACTIVITIES_FILE).is_file() and not (d / (ACTIVITIES_FILE + ".gz")).is_file():
+        if not a.cupti:
+            print(f"{d}: no raw/activities.csv; give the raw CUPTI trace with --cupti", file=sys.stderr)
+            return 2
+        n = _restore_activities(d, a.cupti, str(gpu.get("uuid") or ""))
+        print(f"rebuilt {d / ACTIVITIES_FILE} from {len(a.cupti)} CUPTI file(s): {n} records", flush=True)
+    opts = AttributionOptions(prior_scale=a.prior_scale, fit_source=a.fit_source)
+    limit = (manifest.get("extra") or {}).get("power_limit_w")
+    if isinstance(limit, int | float) and limit > 0:
+        opts = replace(opts, power_limit_w=float(limit))
+    try:
+        static = {"uuid": gpu.get("uuid"), "driver_version": gpu.get("driver_version"), "name": gpu.get("name")}
+        choice = choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))
+        opts = replace(opts, buffer_model=choice.model)
+        print(f"buffer model: {choice.describe}", flush=True)
+    except ArchlineError as exc:
+        print(f"no buffer model ({exc}); fitting on the counter's windows", flush=True)
+    replay_rows: list[dict[str, Any]] = []
+    if a.prior_replay is not None:
+        from archline.cli.run_cmd import read_replay_priors
+        from archline.report.replay import read_replay
+
+        opts = replace(opts, priors=read_replay_priors(a.prior_replay))
+        replay_rows = read_replay(a.prior_replay)[1]
+    result = reanalyze(d, opts)
+    sys.path.insert(0, str(HERE))
+    from validate_attribution_real import analyse, report
+
+    from archline.core.activity import demangle
+
+    obj = json.loads(json.dumps(result.to_json() if hasattr(result, "to_json") else {}, default=str))
+    if not obj:
+        obj = {"rows": [r.to_row() for r in result.rows], "total_energy_j": result.total_energy_j,
+               "extra": dict(result.extra)}  # fmt: skip
+    names = demangle([str(r.get("group", "")) for r in replay_rows])
+    s = analyse(obj, replay_rows, names=names, power_limit_w=opts.power_limit_w)
+    s["notes"] = list(result.notes)
+    s["prior_fit"] = result.extra.get("prior_fit")
+    if a.json:
+        print(json.dumps(s, indent=1, default=str))
+    else:
+        report(d.name, s)
+        for n in result.notes:
+            print(f"note: {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

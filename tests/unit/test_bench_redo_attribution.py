@@ -1,0 +1,58 @@
+"""benchmarks/redo_attribution.py: a shipped run's attribution redone on the CPU from its raw CUPTI trace (gzipped,
+as scripts/device.sh returns large traces), with bad input a one-line exit 2."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "results" / "h100" / "run" / "cupy-mix-inject"
+
+
+@pytest.fixture(scope="module")
+def redo() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("redo_attribution", ROOT / "benchmarks" / "redo_attribution.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["redo_attribution"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_run_without_its_activities_is_rebuilt_from_the_gzipped_trace(
+    redo: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / "run"
+    shutil.copytree(RUN, d)
+    for f in (d / "raw").glob("activities.csv*"):
+        f.unlink()
+    (bin_,) = (d / "raw" / "cupti").glob("*.bin")
+    gz = tmp_path / f"large-h100+run+cupy-mix-inject+raw+cupti+{bin_.name}.gz"
+    gz.write_bytes(gzip.compress(bin_.read_bytes()))
+    shutil.rmtree(d / "raw" / "cupti")
+    assert redo.main([str(d), "--cupti", str(gz), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "rebuilt" in out and "1809 records" in out
+    s = json.loads(out[out.index("{") :])
+    stored = json.loads((RUN / "attribution.json").read_text())
+    kernels = [r for r in stored["rows"] if r["kind"] in ("kernel", "memcpy", "memset")]
+    assert s["kernel_rows"] == len(kernels) and s["kernel_energy_j"] > 0
+
+
+def test_bad_input_is_one_line_and_exit_2(redo: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert redo.main([str(tmp_path / "missing")]) == 2
+    assert "manifest.json: cannot read" in capsys.readouterr().err
+    d = tmp_path / "run"
+    shutil.copytree(RUN, d)
+    for f in (d / "raw").glob("activities.csv*"):
+        f.unlink()
+    assert redo.main([str(d)]) == 2
+    assert "give the raw CUPTI trace with --cupti" in capsys.readouterr().err
