@@ -192,3 +192,32 @@ def test_priors_from_a_replay_design_use_the_in_step_energy_and_its_measured_spr
     res.design = {"rho_up": 0.03}
     q = priors_from_replay(res)["k"]
     assert q.energy_per_call_j == pytest.approx(0.15) and q.context_rel_sd == 0.03
+
+
+def test_archline_run_reads_a_design_replay_directory(tmp_path):
+    import csv
+    import json
+
+    from archline.cli.run_cmd import read_replay_priors
+    from archline.errors import InputError
+    from archline.records.replay import REPLAY_COLUMNS
+
+    d = tmp_path / "replay"
+    d.mkdir()
+    row = {"group": "gemm", "kind": "kernel", "nodes_per_step": 4, "time_s": 0.005, "group_time_s": 0.004,
+           "energy_j": 2.4, "energy_sigma_j": 0.02, "context_j": 2.0, "context_sigma_j": 0.08,
+           "measurable": True}  # fmt: skip
+    with (d / "replay.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, REPLAY_COLUMNS)
+        w.writeheader()
+        w.writerow({k: row.get(k, "") for k in REPLAY_COLUMNS})
+    (d / "replay.json").write_text(json.dumps({"design": {"rho_up": 0.05}}))
+    for where in (d, d / "replay.csv"):
+        p = read_replay_priors(where)["gemm"]
+        assert p.energy_per_call_j == pytest.approx(0.5) and p.context_rel_sd == 0.05
+        assert p.time_per_call_s == pytest.approx(0.001)
+    with pytest.raises(InputError, match="file not found"):
+        read_replay_priors(tmp_path / "nowhere")
+    (d / "replay.json").write_text("{not json")
+    with pytest.raises(InputError, match="replay.json"):
+        read_replay_priors(d)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -167,29 +166,19 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
 
 
 def read_replay_priors(directory: Path) -> dict[str, Any]:
-    """Kernel priors from a replay run directory's ``replay.csv``; bad input is an InputError naming the file."""
-    import csv
-
+    """Kernel priors from a replay run directory (its ``replay.csv``, and the design in its ``replay.json``);
+    bad input is an InputError naming the file."""
     from archline.measurement.attribute.prior import priors_from_replay
+    from archline.report.replay import read_replay
 
-    path = directory / "replay.csv" if directory.is_dir() else directory
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found (give a run directory of archline replay)") from None
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    design = None
-    summary = path.with_name("replay.json")
-    if summary.is_file():
-        try:
-            design = (json.loads(summary.read_text(encoding="utf-8")) or {}).get("design")
-        except (OSError, ValueError, UnicodeDecodeError, AttributeError) as exc:
-            raise InputError(f"{summary}: cannot read ({exc})") from None
+    d = directory if directory.is_dir() else directory.parent
+    if not (d / "replay.csv").is_file():
+        raise InputError(f"{d / 'replay.csv'}: file not found (give a run directory of archline replay)")
+    summary, rows = read_replay(d)  # a RunDirError (an InputError) names the file
+    design = summary.get("design")
     priors = priors_from_replay(rows, design=design if isinstance(design, dict) else None)
     if not priors:
-        raise InputError(f"{path}: no kernel group with a positive isolated or in-step energy")
+        raise InputError(f"{d / 'replay.csv'}: no kernel group with a positive isolated or in-step energy")
     return dict(priors)
 
 
