@@ -24,7 +24,6 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import linalg, stats
 
-from archline.measurement.attribute.fit import ols_rss
 from archline.measurement.attribute.prior import REPLAY_MIN_REL_SD
 
 __all__ = [
@@ -397,11 +396,14 @@ def window_noise_var(x: F64, y: F64) -> float:
     them as the fewer independent windows they are, so the bound on ρ is not too tight.
     """
     n = x.shape[0]
-    rss, rank = ols_rss(x, y)
-    s2 = rss / (n - rank) if n > rank else math.nan
+    if n == 0:
+        return 1.0
+    coef, _, rank, _ = np.linalg.lstsq(x, y, rcond=None)
+    r = y - x @ coef
+    s2 = float(r @ r) / (n - int(rank)) if n > rank else math.nan
     if not math.isfinite(s2) or s2 <= 0:
-        return float((0.02 * float(np.median(np.abs(y))) if n else 1.0) ** 2 or 1e-6)
-    return float(s2 * _long_run_ratio(y - x @ np.linalg.lstsq(x, y, rcond=None)[0]))
+        return float((0.02 * float(np.median(np.abs(y)))) ** 2 or 1e-6)
+    return float(s2 * _long_run_ratio(r))
 
 
 def _long_run_ratio(r: F64) -> float:

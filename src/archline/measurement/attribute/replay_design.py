@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from archline.measurement.attribute.prior_fit import ONE_SIDED_95
+
 __all__ = ["MIN_RESIDUAL_DOF", "RHO_GRID", "DesignFit", "draw_design", "fit_design", "rho_profile"]
 
 #: Residual degrees of freedom a design keeps beyond its parameters (c0 and one energy per factor).
 MIN_RESIDUAL_DOF = 5
 #: The ρ values the likelihood is evaluated at (0 … 100 %, by 0.1 %).
 RHO_GRID = np.linspace(0.0, 1.0, 1001)
-#: 2Δℓ of a one-sided 95 % bound (χ²₁ at 90 %).
-ONE_SIDED_95 = 2.706
 
 Array = NDArray[np.float64]
 
