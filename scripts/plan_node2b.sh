@@ -31,12 +31,4 @@ p1=$!
 wait $p1; echo "gpu1 part ended: rc=$?"
 wait $p0; echo "gpu0 part ended: rc=$?"
 for part in gpu0 gpu0b gpu1 gpu1b gpu1c; do echo "=== $part"; tail -n 30 "$OUT/$part.log"; done
-# At most 8 files come back: each part's results archive, and every log archive in one.
-mkdir -p "$OUT/all" "$OUT/logs-all"
-for part in gpu0 gpu0b gpu1 gpu1b gpu1c; do
-  for f in "$OUT/$part"/results-*.tar.gz "$OUT/$part"/large-*.gz; do [ -f "$f" ] && cp "$f" "$OUT/all/$(basename "$f" | sed "s/^large-/large-$part-/;s/^results-/$part-results-/")"; done
-  for f in "$OUT/$part"/logs-*.tar.gz; do [ -f "$f" ] && cp "$f" "$OUT/logs-all/$part-$(basename "$f")"; done
-  cp "$OUT/$part.log" "$OUT/logs-all/" 2>/dev/null
-done
-tar -C "$OUT" -czf "$OUT/all/logs-all.tar.gz" logs-all
-ls -la "$OUT/all"
+OUT="$OUT" scripts/gather_parts.sh gpu0 gpu0b gpu1 gpu1b gpu1c

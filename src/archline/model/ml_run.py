@@ -14,17 +14,18 @@ from archline.errors import InputError
 from archline.model.ml import (
     POSTHOC_LABEL,
     RANDOM_ACTIVITY,
+    V2_LABEL,
     MeasuredKernel,
     MlCounts,
     MlModel,
     MlScore,
     calibrate,
     calibrate_posthoc,
+    calibrate_v2,
     counts_from_row,
     machine,
     score,
 )
-from archline.model.ml_v2 import V2_LABEL, calibrate_v2
 from archline.model.parameters import ParameterSet
 
 __all__ = [
