@@ -24,7 +24,9 @@ RUNS = {
     "attribute": "h100/run/attribution-validation/mix",
     "run (no raw traces)": "h100/run/duty-check-short/full-0",
     "roofline (ML model)": "h100/roofline-ml",
+    "roofline (ML model, protocol v2)": "h100/roofline-ml-v2-1e142fa0",
     "replay": "h100/replay-rebuild/transformer",
+    "replay (randomized design)": "h100/replay-design-smoke/transformer",
     "run (several GPUs)": "h200/node/run-gpu-all/ddp_run",
 }
 
