@@ -251,9 +251,14 @@ def _predict_counted(
         if v:
             rows.append([f"  term {k}", f"{v:.4g}", "", "J"])
     cols = [Col("quantity", "name"), Col("value"), Col("± 95 %"), Col("unit", "text")]
-    title = (
-        f"counted model of {run} ({model_file}): {source}; terms {'+'.join(m.terms) or 'base'}; "
-        f"time from the {'ncu duration' if time_from == 'ncu' else 'time roofline'}"
+    # One fact a line, so the title fits the table's width on an 80-column terminal.
+    title = "\n".join(
+        (
+            f"counted model of {run}",
+            f"model file {model_file}; terms {'+'.join(m.terms) or 'base'}",
+            f"kernel: {source}",
+            f"time from the {'ncu duration' if time_from == 'ncu' else 'time roofline'}",
+        )
     )
     table, _ = fit_table(cols, rows, console=console, title=title)
     console.print(table)
