@@ -168,15 +168,12 @@ def render_table(result: AttributionResult, *, top: int = 20) -> Table:
 def read_replay_priors(directory: Path) -> dict[str, Any]:
     """Kernel priors from a replay run directory (its ``replay.csv``, and the design in its ``replay.json``);
     bad input is an InputError naming the file."""
-    from archline.measurement.attribute.prior import priors_from_replay
-    from archline.report.replay import read_replay
+    from archline.report.replay import replay_priors
 
     d = directory if directory.is_dir() else directory.parent
     if not (d / "replay.csv").is_file():
         raise InputError(f"{d / 'replay.csv'}: file not found (give a run directory of archline replay)")
-    summary, rows = read_replay(d)  # a RunDirError (an InputError) names the file
-    design = summary.get("design")
-    priors = priors_from_replay(rows, design=design if isinstance(design, dict) else None)
+    priors = replay_priors(d)  # a RunDirError (an InputError) names a bad file
     if not priors:
         raise InputError(f"{d / 'replay.csv'}: no kernel group with a positive isolated or in-step energy")
     return dict(priors)

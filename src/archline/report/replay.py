@@ -13,7 +13,7 @@ from archline.report.doc import Document, Para, Table
 from archline.report.registry import RenderedReport
 from archline.report.render import write_document
 
-__all__ = ["design_text", "read_replay", "render_replay", "replay_summary_text", "replay_table"]
+__all__ = ["design_text", "read_replay", "render_replay", "replay_priors", "replay_summary_text", "replay_table"]
 
 
 def _f(v: Any, fmt: str) -> str:
@@ -46,6 +46,16 @@ def read_replay(directory: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     if not isinstance(summary, dict):
         raise RunDirError(f"{p}: not a JSON object")
     return summary, rows
+
+
+def replay_priors(directory: Path) -> dict[str, Any]:
+    """The kernel priors a replay run directory gives the attribution (``priors_from_replay`` of its rows, with
+    the randomized design of its ``replay.json`` where it ran one); RunDirError naming a bad file."""
+    from archline.measurement.attribute.prior import priors_from_replay
+
+    summary, rows = read_replay(directory)
+    design = summary.get("design")
+    return dict(priors_from_replay(rows, design=design if isinstance(design, dict) else None))
 
 
 def replay_summary_text(s: Mapping[str, Any]) -> str:

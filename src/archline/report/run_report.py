@@ -23,7 +23,7 @@ from archline.records.attribution import AttributionResult
 from archline.report.doc import Block, Bullets, Chart, Document, Figure, Heading, Para
 from archline.report.registry import RenderedReport
 from archline.report.render import write_document
-from archline.report.replay import read_replay, replay_summary_text, replay_table
+from archline.report.replay import read_replay, replay_priors, replay_summary_text, replay_table
 from archline.report.run_tables import ACTIVITY_KINDS, kernel_table, replay_comparison, unattributed_table
 from archline.report.run_timeline import TOP_KERNELS, timeline_spec
 
@@ -222,17 +222,12 @@ def _redo(run: RunDir, raw: Any) -> AttributionResult:
     """The attribution from the raw traces, with the traced intervals of a duty-cycled run and the priors of the
     graph replay the run directory keeps (``archline run --prior-replay``)."""
     from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
-    from archline.measurement.attribute.prior import priors_from_replay
 
     iv = raw.info.get("traced_intervals")
     traced = [(float(a), float(b)) for a, b in iv] if isinstance(iv, list) else None
     options = None
     if (run.path / "replay.csv").is_file():
-        summary, rows = read_replay(run.path)
-        design = summary.get("design")
-        options = AttributionOptions(
-            priors=dict(priors_from_replay(rows, design=design if isinstance(design, dict) else None))
-        )
+        options = AttributionOptions(priors=replay_priors(run.path))
     return attribute_energy(
         raw.recording, raw.activities, program_span=raw.program_span, options=options, traced=traced
     )
