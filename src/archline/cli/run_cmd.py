@@ -170,12 +170,18 @@ def read_replay_priors(directory: Path) -> dict[str, Any]:
     bad input is an InputError naming the file."""
     from archline.report.replay import replay_priors
 
-    d = directory if directory.is_dir() else directory.parent
-    if not (d / "replay.csv").is_file():
-        raise InputError(f"{d / 'replay.csv'}: file not found (give a run directory of archline replay)")
-    priors = replay_priors(d)  # a RunDirError (an InputError) names a bad file
+    path = directory / "replay.csv" if directory.is_dir() else directory
+    if not path.is_file():
+        raise InputError(f"{path}: file not found (give a run directory of archline replay)")
+    if path.name == "replay.csv":
+        priors = replay_priors(path.parent)  # a RunDirError (an InputError) names a bad file
+    else:  # a replay table saved under another name: its rows, without a replay.json beside it
+        from archline.measurement.attribute.prior import priors_from_replay
+        from archline.records.rundir import read_csv
+
+        priors = dict(priors_from_replay(read_csv(path)))
     if not priors:
-        raise InputError(f"{d / 'replay.csv'}: no kernel group with a positive isolated or in-step energy")
+        raise InputError(f"{path}: no kernel group with a positive isolated or in-step energy")
     return dict(priors)
 
 
