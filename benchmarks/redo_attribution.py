@@ -29,6 +29,7 @@ HERE = Path(__file__).resolve().parent
 
 def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
     """Rebuild ``raw/activities.csv`` from the raw CUPTI file(s); the number of records kept for this GPU."""
+    from archline.core.activity import demangle
     from archline.hw.cupti.inject import read_injection_output
     from archline.measurement.attribute.io import ACTIVITIES_FILE
     from archline.measurement.attribute.placement import split_by_gpu
@@ -50,6 +51,10 @@ def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
         split = split_by_gpu(traced, {0: uuid})
         if split.unnamed == 0:
             records = split.records[0]
+    # archline run demangles kernel names before its analysis (api.py); so must the redo, or replay priors,
+    # keyed by demangled names, match only the kernels whose names were never mangled.
+    names = demangle([r.name for r in records if r.kind == "kernel"])
+    records = [replace(r, name=names[r.name]) if r.name in names else r for r in records]
     write_activities(run_dir / ACTIVITIES_FILE, records)
     return len(records)
 
