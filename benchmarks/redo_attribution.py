@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -37,7 +38,8 @@ def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         for i, f in enumerate(cupti):
-            name = f.name.split("+")[-1].removesuffix(".gz")
+            found = re.search(r"cupti-\d+(?:-\d+)?\.bin", f.name)  # after '+' or '_' (device_bg.sh renames)
+            name = found.group(0) if found else ""
             # The reader takes the injection library's own names (cupti-<pid>[-<time>].bin).
             dst = Path(tmp) / (name if name.startswith("cupti-") and name.endswith(".bin") else f"cupti-{i}.bin")
             if f.suffix == ".gz":

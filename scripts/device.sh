@@ -28,6 +28,10 @@
 #   noderun         benchmarks/validate_node.py --only run: archline run --gpu all over a 2-rank torchrun DDP
 #                   transformer job (~20 s): per GPU, its rows vs its own energy counter, kernel and NCCL rows
 #   probe           benchmarks/replay_probe.py (which node switches a captured step survives)
+#   datacheck       benchmarks/replay_data_check.py (does archline.replay leave a training step's weights as
+#                   it found them, and measure the step at the energy it has on real data; ~2 min) and
+#                   benchmarks/graph_vs_eager.py (the same step eager against replayed; ~1.5 min)
+#   gputest         the tests marked gpu (tests/gpu) against the installed wheel
 #
 # Environment: QUICK=1 passes --quick where a step has it. ON_GPU=N runs the replay and attribution
 # steps on GPU N (default 0). SKIP_INSTALL=1 reuses the archline an earlier call installed. Wheels of packages the machine lacks
@@ -98,6 +102,9 @@ for s in "$@"; do
                 --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} \
                 --min-block-s ${OVERHEAD_BLOCK_S:-10} --out $ow
               mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
+    datacheck) step datacheck 300 python3 "$B/replay_data_check.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/replay_data_check.json"
+               step graph_vs_eager 200 python3 "$B/graph_vs_eager.py" --gpu ${ON_GPU:-0} --rounds 2 --json "$OUT/logs/graph_vs_eager.json" ;;
+    gputest) step gputest 200 python3 -m pytest -q -p no:cacheprovider --rootdir "$here" -c "$here/pyproject.toml" -m gpu "$here/tests/gpu" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     noderun) step noderun 230 python3 "$B/validate_node.py" --out "$R/noderun" --only run --budget-s 220 ;;
     *) echo "unknown step $s"; exit 2 ;;

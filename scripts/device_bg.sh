@@ -27,8 +27,11 @@ echo "=== driver log"; tail -n 40 "$work/driver.log" 2>/dev/null
 for f in "$work"/out/logs/*.log "$work"/out/*/logs/*.log; do [ -f "$f" ] && { echo "=== $f (last lines)"; tail -n 6 "$f"; }; done
 if [ -f "$work/rc" ]; then
   echo "=== done, rc=$(cat "$work/rc")"
-  cp "$work"/out/*.tar.gz "$work"/out/all/*.tar.gz "$work"/out/large-*.gz "$work"/out/all/large-*.gz \
-    "$work/driver.log" "${OUT:?}/" 2>/dev/null
+  cp "$work"/out/*.tar.gz "$work"/out/all/*.tar.gz "$work/driver.log" "${OUT:?}/" 2>/dev/null
+  # the device tool brings back no file whose name has a '+': the large files come back with '_' instead
+  for f in "$work"/out/large-*.gz "$work"/out/all/large-*.gz; do
+    [ -f "$f" ] && cp "$f" "$OUT/$(basename "$f" | tr '+' '_')"
+  done
   ls -la "$OUT"
 else
   echo "=== still running after ${wait_s} s"

@@ -38,6 +38,7 @@ from archline.hw.graph_nodes import (
     list_nodes,
     restore_clusters,
 )
+from archline.hw.graph_state import StepState, step_tensors
 
 __all__ = ["SWITCH_MODES", "GraphError", "GraphNode", "SwitchError", "TorchGraph", "capture_torch"]
 
@@ -53,12 +54,14 @@ class TorchGraph:
 
     switch_modes = SWITCH_MODES
 
-    def __init__(self, graph: Any, device: int) -> None:
+    def __init__(self, graph: Any, device: int, state: StepState | None = None) -> None:
         import torch
 
         self._torch = torch
         self._g = graph
         self.device = device
+        #: The step's tensors, snapshot after capture (graph_state.py); None: not guarded.
+        self.state = state
         d = driver()
         self._graph = d.CUgraph(int(graph.raw_cuda_graph()))
         self._torch_exec = d.CUgraphExec(int(graph.raw_cuda_graph_exec()))
@@ -229,6 +232,10 @@ class TorchGraph:
     def synchronize(self) -> None:
         self._torch.cuda.synchronize(self.device)
 
+    def restore_state(self) -> bool:
+        """Copy the step's state back from its snapshot; whether it was all finite before (True unguarded)."""
+        return True if self.state is None else self.state.restore()
+
     def describe(self, index: int) -> dict[str, Any]:
         """How node ``index`` launches (grid, block, cluster attributes), for reports of nodes that fail."""
         n = self.nodes[index]
@@ -236,12 +243,14 @@ class TorchGraph:
         return base if n.kind != "kernel" else {**base, **describe_node(self._handles[index])}
 
 
-def capture_torch(step: Callable[[], Any], device: int = 0, warmup: int = 3) -> TorchGraph:
+def capture_torch(step: Callable[[], Any], device: int = 0, warmup: int = 3, state: Any = None) -> TorchGraph:
     """Capture one call of ``step`` (PyTorch work on ``device``) as a CUDA graph.
 
     The step runs ``warmup`` times on a side stream first (allocations, cuDNN/cuBLAS choices),
     as PyTorch's capture requires. A step that synchronises with the host or changes shapes
-    cannot be captured: that is a one-line :class:`GraphError`.
+    cannot be captured: that is a one-line :class:`GraphError`. After capture the tensors the step
+    updates are snapshot (:class:`~archline.hw.graph_state.StepState`): those ``state`` reaches (modules,
+    optimizers, tensors), or by default those the step's closure reaches.
     """
     try:
         import torch
@@ -266,4 +275,5 @@ def capture_torch(step: Callable[[], Any], device: int = 0, warmup: int = 3) -> 
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"the step cannot be captured as a CUDA graph: {first}") from None
-    return TorchGraph(g, device)
+    tensors = step_tensors(step if state is None else state, device)
+    return TorchGraph(g, device, StepState(tensors, device))

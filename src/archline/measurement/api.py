@@ -278,6 +278,7 @@ def measure_callable(
     clock: Clock | None = None,
     max_total_s: float = 60.0,
     source: str = "nvml.buffer",
+    between: Callable[[], Any] | None = None,
 ) -> CallableEnergy:
     """Measure the energy of one call of ``fn`` (which enqueues GPU work) to ``target_rel_error``.
 
@@ -287,7 +288,9 @@ def measure_callable(
     (SC'24) do for part-time sensors. The sensor model is chosen as everywhere
     (measurement/choose.py): ``model``, this GPU's calibration, a shipped prior for its
     generation, or the recording. ``counter_energy_j`` comes from NVML's energy counter over the
-    repetitions, corrected for the counter's update grid (measurement/counter.py).
+    repetitions, corrected for the counter's update grid (measurement/counter.py). ``between`` runs
+    after each repetition, outside it, before the idle gap that follows (graph replay restores the
+    step's state there).
     """
     from archline.measurement.repetition import estimate_call_energy, plan_repetitions
 
@@ -321,6 +324,8 @@ def measure_callable(
                 fn()
             sync()
             regions.append(sampler.mark(f"rep{j}", t0, clk.now_s(), "host"))
+            if between is not None:
+                between()
             clk.sleep(plan.gaps_s[(j + 1) % len(plan.gaps_s)])
         rec = sampler.stop()
     finally:

@@ -252,7 +252,7 @@ def attribute_energy(
     # Stage 1: pooled busy / gap / idle powers, weakly anchored at the run's mean power.
     span_s = float(sum(b - a for a, b in kept))
     mean_p = total_kept / span_s if span_s > 0 else 0.0
-    n_par = 3
+    n_par = 4
     m = np.zeros((active.size, n_par))
     m[np.arange(active.size), d.col_parent[active]] = 1.0
     x1 = xa @ m
@@ -268,6 +268,8 @@ def attribute_energy(
         # One pooled busy power misfits a loop whose phases differ in power; the GPU waiting inside the
         # program never draws less than idle, so the gaps' prior starts there.
         par_p[1], par_se[1] = par_p[2], max(par_se[1], par_p[2] - par_p[1])
+    if np.any(used_par == 2) and np.any(used_par == 3) and par_p[3] < par_p[2]:
+        par_p[3], par_se[3] = par_p[2], max(par_se[3], par_p[2] - par_p[3])
 
     # Stage 2: every column, shrunk towards its pooled power where the data are silent.
     pm = par_p[d.col_parent[active]]

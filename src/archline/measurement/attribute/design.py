@@ -107,7 +107,7 @@ def prepare(
         gc = inner
     col_names += [GAP_NAMES["idle"], GAP_NAMES["gap"], GAP_NAMES["launch"]]
     col_kinds += ["idle", "gap", "gap"]
-    parent = np.array([0] * n_act + [2, 1, 1], np.int64)
+    parent = np.array([0] * n_act + [2, 1, 3], np.int64)
     short = np.ones(len(acts), bool)
     short[long_idx] = False
     return Design(

@@ -110,9 +110,16 @@ class _Trials:
     ) -> None:
         self.graph, self.measure, self.hook, self.clock = graph, measure, hook, clock
 
+    def _restore(self) -> None:
+        """Put the step's state back as captured, where the graph keeps one (hw/graph_state.py)."""
+        restore = getattr(self.graph, "restore_state", None)
+        if restore is not None:
+            restore()
+
     def run(self, group: str, what: str, nodes: Sequence[int] | None) -> Energy:
         if self.hook is not None:
             self.hook(group, what)
+        self._restore()
         self.graph.set_enabled(nodes)
         return Energy.of(self.measure(self.graph.replay))
 
@@ -120,6 +127,7 @@ class _Trials:
         """Seconds per replay (host timer around synchronised replays)."""
         if self.hook is not None:
             self.hook(group, "timing")
+        self._restore()
         self.graph.set_enabled(nodes)
         self.graph.replay()
         self.graph.synchronize()
@@ -318,6 +326,7 @@ def run_replay(
     design: int | str | None = None,
     design_seed: int | None = None,
     design_budget_s: float | None = 600.0,
+    state: Any = None,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -325,6 +334,8 @@ def run_replay(
     ``replay.json``, the manifest with the board and its state). ``design``: also each group's
     energy inside the step by a randomized design (:func:`replay_energy`), its measurements within
     ``design_budget_s`` seconds (each configuration is one measurement of up to ``max_total_s``).
+    ``state``: what the step updates (modules, optimizers, tensors), copied back before every measurement
+    and after every repetition; by default what the step's closure reaches (hw/graph_state.py).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -338,12 +349,13 @@ def run_replay(
     if out is not None:
         rd = RunDir.create(out, Manifest.new("replay", gpu=device_static(gpu)), overwrite=force)
         rd.update_manifest(state_before=device_state(gpu))
-    graph = capture_torch(step, gpu)
+    graph = capture_torch(step, gpu, state=state)
 
     def measure(fn: Callable[[], None]) -> CallMeasure:
         return measure_callable(
-            fn, gpu=gpu, target_rel_error=target_rel_error, max_total_s=max_total_s, sync=graph.synchronize
-        )
+            fn, gpu=gpu, target_rel_error=target_rel_error, max_total_s=max_total_s, sync=graph.synchronize,
+            between=graph.restore_state,
+        )  # fmt: skip
 
     try:
         res = replay_energy(
@@ -351,6 +363,9 @@ def run_replay(
             on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
         )  # fmt: skip
         res.notes += graph.notes
+        if graph.state is not None:
+            res.notes.append(graph.state.note())
+            res.state = graph.state.summary()
     except ArchlineError as exc:
         if rd is not None:
             rd.finish("failed", notes=(f"replay failed: {exc}",))

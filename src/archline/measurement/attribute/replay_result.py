@@ -77,6 +77,8 @@ class ReplayResult(Tabular):
     switching: dict[str, Any] = field(default_factory=dict)
     target_pct: float = 3.0
     design: dict[str, Any] | None = None
+    #: How the step's state was guarded between replays (hw/graph_state.py's summary); None: not a PyTorch step.
+    state: dict[str, Any] | None = None
 
     def table_rows(self) -> list[dict[str, Any]]:
         """Each group's isolated energy (J, 1 σ), time (s) and marginal energy, for ``.to_pandas()``."""
@@ -130,5 +132,6 @@ class ReplayResult(Tabular):
             "not_measurable": {r.group: r.reason for r in self.not_measurable},
             "switching": dict(self.switching),
             "design": None if self.design is None else dict(self.design),
+            "state": None if self.state is None else dict(self.state),
             "notes": list(self.notes),
         }
