@@ -98,6 +98,12 @@ def run(name: str, smp: Sampler, gpu: int, seconds: float, train_s: float) -> di
     print(f"    archline.replay: whole step {rep.step_energy_j:.3f} ± {rep.step_sigma_j:.3f} J in "
           f"{rep.step_time_s * 1e3:.2f} ms", flush=True)  # fmt: skip
     out["archline_replay_step_j"] = rep.step_energy_j
+    out["archline_replay_state"] = rep.state
+    out["archline_replay_sum_vs_step_pct"] = rep.sum_vs_step_pct
+    st = rep.state or {}
+    print(f"    archline.replay: isolated groups sum to {rep.sum_vs_step_pct:+.1f} % of the step; state "
+          f"non-finite at the end of {st.get('nonfinite_before_restore')} of {st.get('restores')} "
+          "repetitions and measurements", flush=True)  # fmt: skip
     out["after_weights"] = _weights(model, w0["norm"])
     out["after"] = phase("after", g.replay, smp, seconds)
     with torch.no_grad():

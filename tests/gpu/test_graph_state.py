@@ -37,6 +37,10 @@ def test_capture_snapshots_weights_gradients_and_optimizer_state() -> None:
         assert g.restore_state() is True
         g.synchronize()
         assert torch.equal(model[0].weight, w0)
+        g.replay()
+        g.reset_state()  # enqueued after the replay on the same stream
+        g.synchronize()
+        assert torch.equal(model[0].weight, w0)
         with torch.no_grad():
             model[0].weight.fill_(float("nan"))
         assert g.restore_state() is False  # it was non-finite before the restore

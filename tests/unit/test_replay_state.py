@@ -39,6 +39,9 @@ class PoisonedGPU(FakeGraphGPU):
         if len(self.enabled) < len(self.nodes):
             self.poisoned = True
 
+    def reset_state(self) -> None:
+        self.poisoned = False
+
     def restore_state(self) -> bool:
         was_clean = not self.poisoned
         self.poisoned = False
@@ -50,6 +53,7 @@ class Unguarded(PoisonedGPU):
     """The same step with no state to restore (the replay cannot find the step's tensors)."""
 
     restore_state = None  # type: ignore[assignment]
+    reset_state = None  # type: ignore[assignment]
 
 
 def test_the_whole_step_is_measured_on_clean_data_when_the_state_is_restored() -> None:
@@ -67,3 +71,17 @@ def test_without_a_state_the_step_is_measured_poisoned() -> None:
     res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2, marginal=False)
     truth = gpu.truth_j(range(len(NODES)))
     assert res.step_energy_j == pytest.approx(0.8 * truth, rel=0.03)
+
+
+def test_isolated_and_in_step_energies_are_measured_on_clean_data() -> None:
+    """Reset before every switched replay: no replay starts poisoned, so isolated groups and the randomized
+    design see the step's real data (here: the truth), where unguarded they are 20 % low."""
+    gpu = PoisonedGPU(NODES)
+    measure = functools.partial(measure_on(gpu), between=gpu.restore_state)
+    res = replay_energy(gpu, measure, gpu.clock, top=2, marginal=False)
+    gemm = next(r for r in res.rows if r.group == "gemm")
+    assert gemm.energy_j == pytest.approx(gpu.truth_j([0, 2]), rel=0.03)
+    bad = Unguarded(NODES)
+    res_bad = replay_energy(bad, measure_on(bad), bad.clock, top=2, marginal=False)
+    gemm_bad = next(r for r in res_bad.rows if r.group == "gemm")
+    assert gemm_bad.energy_j == pytest.approx(0.8 * bad.truth_j([0, 2]), rel=0.03)

@@ -232,6 +232,11 @@ class TorchGraph:
     def synchronize(self) -> None:
         self._torch.cuda.synchronize(self.device)
 
+    def reset_state(self) -> None:
+        """Enqueue the copy of the step's state back from its snapshot (before a replay; nothing unguarded)."""
+        if self.state is not None:
+            self.state.copy_back()
+
     def restore_state(self) -> bool:
         """Copy the step's state back from its snapshot; whether it was all finite before (True unguarded)."""
         return True if self.state is None else self.state.restore()

@@ -5,7 +5,8 @@ it updates them from whatever the switched-off nodes left behind, and within a f
 weights are NaN (``benchmarks/replay_data_check.py``: every weight of ResNet-50 and of a transformer, on
 an H100). Tensor cores and the memory system draw less power on such operands, so every energy measured
 after that is not the program's. Graph replay therefore snapshots the step's state once, right after
-capture, and copies it back before every measurement and after every repetition.
+capture, and copies it back before every measurement, after every repetition (with a check of
+whether it was still finite) and, in replays with nodes switched off, before every replay.
 """
 
 from __future__ import annotations
@@ -135,13 +136,18 @@ class StepState:
         torch = self._torch
         return bool(torch.stack([torch.isfinite(t).all() for t in self._floats]).all().item())
 
+    def copy_back(self) -> None:
+        """Enqueue the copy of the snapshot back on the current stream (no check, no synchronisation)."""
+        if self._dst:
+            with self._torch.no_grad():
+                self._torch._foreach_copy_(self._dst, self._src)
+
     def restore(self) -> bool:
         """Copy the snapshot back (on the current stream); whether the state was all finite before."""
         if not self._dst:
             return True
         ok = self.finite()
-        with self._torch.no_grad():
-            self._torch._foreach_copy_(self._dst, self._src)
+        self.copy_back()
         self.restores += 1
         self.nonfinite += 0 if ok else 1
         return ok
@@ -158,6 +164,7 @@ class StepState:
             )
         return (
             f"the step's state ({self.count} tensors, {self.nbytes / 1e6:.4g} MB: weights, gradients, optimizer "
-            f"state, inputs) was copied back before every measurement and after every repetition; it was "
-            f"non-finite before {self.nonfinite} of {self.restores} restores"
+            f"state, inputs) was copied back before every measurement, before every replay with nodes switched "
+            f"off and after every repetition; it was non-finite at the end of {self.nonfinite} of {self.restores} "
+            "repetitions and measurements"
         )
