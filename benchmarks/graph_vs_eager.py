@@ -106,11 +106,10 @@ def phase(kind: str, run_one: Any, smp: Sampler, seconds: float, pad_s: float = 
     return out
 
 
-def run(name: str, smp: Sampler, seconds: float, rounds: int, gpu: int) -> dict[str, Any]:
+def capture(step: Any) -> Any:
+    """The step warmed up on a side stream and captured as a PyTorch CUDA graph (as PyTorch documents)."""
     import torch
 
-    print(f"== {name}", flush=True)
-    step = make_step(name)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -120,6 +119,28 @@ def run(name: str, smp: Sampler, seconds: float, rounds: int, gpu: int) -> dict[
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         step()
+    return g
+
+
+def open_board(gpu: int) -> tuple[Sampler, dict[str, Any]]:
+    """Select ``gpu``, print its name, UUID prefix and limit; its sampler and static facts."""
+    import torch
+
+    from archline.hw.nvml import device_static
+
+    torch.cuda.set_device(gpu)
+    st = device_static(gpu)
+    print(f"board: {st.get('name')} {str(st.get('uuid'))[:12]}, "
+          f"default power limit {st.get('default_power_limit_w')} W", flush=True)  # fmt: skip
+    return Sampler(gpu), st
+
+
+def run(name: str, smp: Sampler, seconds: float, rounds: int, gpu: int) -> dict[str, Any]:
+    import torch
+
+    print(f"== {name}", flush=True)
+    step = make_step(name)
+    g = capture(step)
     for _ in range(3):
         step()
         g.replay()
@@ -169,15 +190,7 @@ def main() -> int:
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
-    import torch
-
-    from archline.hw.nvml import device_static
-
-    torch.cuda.set_device(a.gpu)
-    st = device_static(a.gpu)
-    print(f"board: {st.get('name')} {str(st.get('uuid'))[:12]}, "
-          f"default power limit {st.get('default_power_limit_w')} W", flush=True)  # fmt: skip
-    smp = Sampler(a.gpu)
+    smp, st = open_board(a.gpu)
     out = {"board": st.get("uuid"), "workloads": [run(w, smp, a.phase_s, a.rounds, a.gpu) for w in a.workloads]}
     if a.json:
         a.json.write_text(json.dumps(out, indent=1))

@@ -27,7 +27,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from graph_vs_eager import Sampler, make_step, phase  # noqa: E402
+from graph_vs_eager import Sampler, capture, make_step, open_board, phase  # noqa: E402
 
 
 def _state(step: Any) -> tuple[Any, Any]:
@@ -79,15 +79,7 @@ def run(name: str, smp: Sampler, gpu: int, seconds: float, train_s: float) -> di
     print(f"== {name}", flush=True)
     step = make_step(name)
     model, opt = _state(step)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(5):
-            step()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        step()
+    g = capture(step)
     g.replay()
     torch.cuda.synchronize()
     snap = [t.detach().clone() for t in _tensors(model, opt)]
@@ -135,14 +127,7 @@ def main() -> int:
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
-    import torch
-
-    from archline.hw.nvml import device_static
-
-    torch.cuda.set_device(a.gpu)
-    st = device_static(a.gpu)
-    print(f"board: {st.get('name')} {str(st.get('uuid'))[:12]}", flush=True)
-    smp = Sampler(a.gpu)
+    smp, st = open_board(a.gpu)
     out = {"board": st.get("uuid"), "workloads": [run(w, smp, a.gpu, a.phase_s, a.train_s) for w in a.workloads]}
     if a.json:
         a.json.write_text(json.dumps(out, indent=1))
