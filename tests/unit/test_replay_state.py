@@ -26,8 +26,8 @@ NODES = [
 class PoisonedGPU(FakeGraphGPU):
     """A replay with some node off leaves the data non-finite; every node then draws 80 % of its power."""
 
-    def __init__(self, nodes: Sequence[FakeNode]) -> None:
-        super().__init__(nodes)
+    def __init__(self, nodes: Sequence[FakeNode], fixed_s: float = 0.0) -> None:
+        super().__init__(nodes, fixed_s=fixed_s)
         self.poisoned = False
         self.restores = 0
 
@@ -85,3 +85,44 @@ def test_isolated_and_in_step_energies_are_measured_on_clean_data() -> None:
     res_bad = replay_energy(bad, measure_on(bad), bad.clock, top=2, marginal=False)
     gemm_bad = next(r for r in res_bad.rows if r.group == "gemm")
     assert gemm_bad.energy_j == pytest.approx(0.8 * bad.truth_j([0, 2]), rel=0.03)
+
+
+class _Count:
+    """What the replay reads of a guarded graph's state: how often it was found non-finite."""
+
+    nonfinite = 0
+
+
+class ProducerPoisons(PoisonedGPU):
+    """Only a replay that runs the second gemm (node 2) without its producer, relu (node 1), leaves NaN."""
+
+    def __init__(self, nodes: Sequence[FakeNode]) -> None:
+        super().__init__(nodes, fixed_s=0.0005)  # a replay with no node enabled still takes time
+        self.state = _Count()
+
+    def replay(self) -> None:
+        FakeGraphGPU.replay(self)
+        if 1 not in self.enabled and 2 in self.enabled:
+            self.poisoned = True
+
+    def restore_state(self) -> bool:
+        ok = super().restore_state()
+        self.state.nonfinite += 0 if ok else 1
+        return ok
+
+
+def test_rows_and_design_configurations_record_which_replays_left_nan() -> None:
+    gpu = ProducerPoisons(NODES)
+    measure = functools.partial(measure_on(gpu), between=gpu.restore_state, target_rel_error=0.1, max_total_s=1.0)
+    res = replay_energy(gpu, measure, gpu.clock, top=3, marginal=False, design=10, design_seed=3)
+    rows = {r.group: r for r in res.rows}
+    assert rows["gemm"].nonfinite_reps > 0  # gemm alone: node 2 runs, relu does not
+    assert rows["norm"].nonfinite_reps == 0 and rows["relu"].nonfinite_reps == 0
+    assert res.design is not None
+    order = list(rows)  # the design's factors are the measurable groups, longest first
+    cols = {g: k for k, g in enumerate(sorted((g for g in ("gemm", "relu", "norm")), key=order.index))}
+    for c in res.design["configs"]:
+        on = c["on"]
+        poisoning = on[cols["gemm"]] == "1" and on[cols["relu"]] == "0"
+        assert (c["nonfinite"] > 0) == poisoning, c
+    assert res.design["nonfinite_configs"] == sum(1 for c in res.design["configs"] if c["nonfinite"] > 0) > 0

@@ -137,7 +137,10 @@ class _Trials:
             self.hook(group, what)
         self._restore()
         self.graph.set_enabled(nodes)
-        return Energy.of(self.measure(self._replay_for(nodes)))
+        state = getattr(self.graph, "state", None)
+        before = int(getattr(state, "nonfinite", 0))
+        m = self.measure(self._replay_for(nodes))
+        return Energy.of(m, int(getattr(state, "nonfinite", 0)) - before)
 
     def time(self, group: str, nodes: Sequence[int], clock: Clock, replays: int) -> float:
         """Seconds per replay (host timer around synchronised replays)."""
@@ -207,6 +210,7 @@ def _row(name: str, kind: str, nodes: int, runs: Sequence[Energy], marg: Sequenc
         name, kind, nodes, e.time_s, e.energy_j, e.sigma_j, e.power_w,
         None if m is None else m.energy_j, None if m is None else m.sigma_j,
         energy_runs_j=tuple(r.energy_j for r in runs), run_spread_pct=spread, run_noise_pct=noise,
+        nonfinite_reps=e.nonfinite + (0 if m is None else m.nonfinite),
     )  # fmt: skip
 
 

@@ -191,10 +191,13 @@ def _summary(
         "seconds": spent_s,
         "budget_s": budget_s,
         "configs": [
-            {"on": "".join("1" if v else "0" for v in row), "energy_j": m.energy_j, "sigma_j": m.sigma_j}
+            {"on": "".join("1" if v else "0" for v in row), "energy_j": m.energy_j, "sigma_j": m.sigma_j,
+             "nonfinite": m.nonfinite}
             for row, m in zip(x, measured, strict=True)
         ],
-    }
+        # configurations with a repetition that ended with the step's state non-finite (hw/graph_state.py)
+        "nonfinite_configs": sum(1 for m in measured if m.nonfinite > 0),
+    }  # fmt: skip
 
 
 def _note(s: Mapping[str, Any]) -> str:
@@ -205,6 +208,13 @@ def _note(s: Mapping[str, Any]) -> str:
         f"residual RMS {s['residual_rms_pct']:.2f} % (noise {s['noise_rms_pct']:.2f} %); Σ e + c0 is "
         f"{s['sum_vs_step_pct']:+.2f} % of the whole step; the whole step predicted from the other "
         f"configurations is off by {s['all_on_error_pct']:+.2f} %"
+        + (
+            f"; {s['nonfinite_configs']} of {s['configurations']} configurations ended a repetition with the "
+            "step's state non-finite (kernels computing on NaN for part of it; each configuration's count is "
+            "in design.configs)"
+            if s.get("nonfinite_configs")
+            else ""
+        )
     )
 
 

@@ -50,6 +50,9 @@ class ReplayRow:
     #: The group's time per replay with only it enabled, beyond a replay with none enabled (its kernels' own
     #: time, without the replay's launch and synchronisation); ``time_s`` is the whole isolated replay's.
     group_time_s: float | None = None
+    #: Repetitions of this row's isolated (and marginal) replays that ended with the step's state non-finite
+    #: (hw/graph_state.py): its energy is partly of kernels computing on NaN. 0 where nothing was checked.
+    nonfinite_reps: int = 0
 
     def to_row(self) -> dict[str, Any]:
         out = dict(self.__dict__)

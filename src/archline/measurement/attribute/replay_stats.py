@@ -32,20 +32,25 @@ class CallMeasure(Protocol):
 
 @dataclass(frozen=True)
 class Energy:
-    """Energy per replay (J, 1 σ) and time per replay (s)."""
+    """Energy per replay (J, 1 σ) and time per replay (s); ``nonfinite``: how many of the measurement's
+    repetitions ended with the step's state non-finite (hw/graph_state.py; 0 where nothing checked)."""
 
     energy_j: float
     sigma_j: float
     time_s: float
+    nonfinite: int = 0
 
     @classmethod
-    def of(cls, m: CallMeasure) -> Energy:
-        return cls(m.energy_j, m.energy_uncertainty_j, m.time_s)
+    def of(cls, m: CallMeasure, nonfinite: int = 0) -> Energy:
+        return cls(m.energy_j, m.energy_uncertainty_j, m.time_s, nonfinite)
 
     def minus(self, other: Energy) -> Energy:
         """What this replay adds to ``other``'s nodes (a replay of both, less one of ``other``'s alone)."""
         return Energy(
-            self.energy_j - other.energy_j, math.hypot(self.sigma_j, other.sigma_j), self.time_s - other.time_s
+            self.energy_j - other.energy_j,
+            math.hypot(self.sigma_j, other.sigma_j),
+            self.time_s - other.time_s,
+            self.nonfinite + other.nonfinite,
         )
 
     @property
@@ -72,7 +77,7 @@ def mean_of_runs(runs: Sequence[Energy]) -> tuple[Energy, float | None, float | 
     if n >= 2 and e:
         single = math.sqrt(statistics.fmean(r.sigma_j**2 for r in runs))
         noise = _D2.get(n, 3.0) * single / abs(e) * 100.0
-    return Energy(e, sd, t), spread, noise
+    return Energy(e, sd, t, sum(r.nonfinite for r in runs)), spread, noise
 
 
 def reproducibility(
