@@ -35,10 +35,15 @@ RHO_GRID = np.linspace(0.0, 1.0, 1001)
 Array = NDArray[np.float64]
 
 
-def draw_design(factors: int, configs: int, rng: np.random.Generator, tries: int = 50) -> NDArray[np.bool_]:
+def draw_design(
+    factors: int, configs: int, rng: np.random.Generator, tries: int = 50, p_on: float = 0.5
+) -> NDArray[np.bool_]:
     """``configs`` × ``factors`` on/off flags: row 0 all on (the whole step), row 1 all off (the fixed cost),
-    the others balanced (each factor on in half of them, at random), redrawn until c0 and every energy can be
-    fitted. ValueError when ``configs`` leaves fewer than :data:`MIN_RESIDUAL_DOF` residual degrees of freedom."""
+    the others balanced (each factor on in a share ``p_on`` of them, at random), redrawn until c0 and every
+    energy can be fitted. ValueError when ``configs`` leaves fewer than :data:`MIN_RESIDUAL_DOF` residual
+    degrees of freedom, or ``p_on`` is not strictly between 0 and 1."""
+    if not 0.0 < p_on < 1.0:
+        raise ValueError(f"the share of configurations a factor is on in must be between 0 and 1, not {p_on}")
     if factors < 1:
         raise ValueError("a design needs at least one factor")
     if configs < factors + 1 + MIN_RESIDUAL_DOF:
@@ -50,7 +55,9 @@ def draw_design(factors: int, configs: int, rng: np.random.Generator, tries: int
     for _ in range(tries):
         rest = np.zeros((m, factors), dtype=bool)
         for j in range(factors):
-            col = np.arange(m) < (m // 2 + (rng.random() < 0.5 if m % 2 else 0))
+            k = p_on * m
+            frac = k - int(k)  # a fractional count is rounded up with its probability (one draw, only then)
+            col = np.arange(m) < (int(k) + (rng.random() < frac if frac > 0 else 0))
             rest[:, j] = rng.permutation(col)
         x = np.vstack([np.ones(factors, dtype=bool), np.zeros(factors, dtype=bool), rest])
         if np.linalg.matrix_rank(_model_matrix(x)) == factors + 1:
