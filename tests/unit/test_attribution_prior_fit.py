@@ -13,13 +13,8 @@ from scipy import integrate, stats
 
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribute.prior import KernelPrior
-from archline.measurement.attribute.prior_fit import (
-    RHO_GRID,
-    GaussianMarginal,
-    calibrate_priors,
-    lower_bound,
-    upper_bound,
-)
+from archline.measurement.attribute.prior_fit import calibrate_priors
+from archline.measurement.attribute.prior_marginal import RHO_GRID, GaussianMarginal, lower_bound, upper_bound
 from archline.records.attribution import AttributionResult, KernelRow
 from tests.helpers.attrib_sim import SimKernel, SimRun
 from tests.helpers.attrib_steady import LAGGED_BUFFER, LoopSpec, steady_loop

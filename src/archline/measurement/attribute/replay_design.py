@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measurement.attribute.prior_fit import ONE_SIDED_95
+from archline.measurement.attribute.prior_marginal import ONE_SIDED_95
 
 __all__ = ["MIN_RESIDUAL_DOF", "RHO_GRID", "DesignFit", "draw_design", "fit_design", "rho_profile"]
 
