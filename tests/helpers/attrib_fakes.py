@@ -21,7 +21,7 @@ from archline.core.activity import ActivityRecord
 from archline.core.readings import Readings, empty_readings
 from archline.errors import CUPTIUnavailableError, GPUUnavailableError
 from archline.hw.cupti.inject import ACTIVITY_DTYPE, CHUNK_HEADER, MAGIC, ActivityType, ChunkType
-from archline.measurement.attribute.api import Backend
+from archline.measurement.attribute.backend import Backend
 from archline.measurement.attribute.program import ProgramSpec, run_binary
 from tests.helpers.fake_gpu import FakeClock
 

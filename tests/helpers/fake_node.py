@@ -35,7 +35,7 @@ import numpy as np
 
 from archline.hw.cupti.inject import ACTIVITY_DTYPE, ActivityType, ChunkType
 from archline.hw.cupti.processes import DEVICE_DTYPE
-from archline.measurement.attribute.api import Backend
+from archline.measurement.attribute.backend import Backend
 from archline.measurement.attribute.program import ProgramSpec, run_binary
 from tests.helpers.attrib_fakes import (
     CHILD_END_FILE,

@@ -489,7 +489,7 @@ def test_trace_duty_needs_the_injection_tracer(fake_gpu, script, tmp_path):
 
 
 def test_a_launch_bound_program_gets_a_note_pointing_to_duty_cycling():
-    from archline.measurement.attribute.api import launch_bound_note
+    from archline.measurement.attribute.launch_bound import launch_bound_note
     from archline.records.attribution import KernelRow
 
     def row(name, kind, calls, time_s):

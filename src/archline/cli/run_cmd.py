@@ -279,7 +279,7 @@ def register(app: typer.Typer) -> None:
         if top < 0:
             raise InputError(f"--top must be ≥ 0 (got {top})")
         duty = None if trace_duty in ("auto", "full") else parse_duty(trace_duty)
-        from archline.measurement.attribute.api import nvml_backend
+        from archline.measurement.attribute.backend import nvml_backend
         from archline.measurement.attribute.run import run_program
         from archline.report.attribution_run import write_report_files
 

@@ -15,7 +15,7 @@ from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
 if TYPE_CHECKING:
-    from archline.measurement.attribute.api import Backend
+    from archline.measurement.attribute.backend import Backend
     from archline.measurement.attribute.multi_run import MultiRun
     from archline.records.attribution import AttributionResult
 

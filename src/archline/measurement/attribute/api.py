@@ -1,176 +1,48 @@
 """``archline.attribute()``: per-kernel energy of any block of GPU code (CUPTI timeline + NVML sensors).
 
-Over 400 lines on purpose: the context manager's life cycle (sensors, tracer, interrupt, the
-run directory written as data arrives) is one state machine; issue 13 splits it with the new estimator.
-Its steps (:meth:`Attribution.start_recording`, :meth:`~Attribution.stop_recording`, :meth:`~Attribution.end`)
-are public so that one program can be recorded on several GPUs at once (``multi_run``).
+The context manager's life cycle (sensors, tracer, interrupt, the run directory written as data
+arrives) is one state machine. Its steps (:meth:`Attribution.start_recording`, :meth:`~Attribution.stop_recording`,
+:meth:`~Attribution.end`) are public so that one program can be recorded on several GPUs at once (``multi_run``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from archline.core.activity import ActivityRecord, demangle
-from archline.core.readings import Clock, PowerSource, SystemClock
+from archline.core.readings import Clock, SystemClock
 from archline.core.recording import Recording
 from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
-from archline.measurement.attribute.design import GAP_NAMES
+from archline.measurement.attribute.backend import SOURCES, Backend, ChildRunner, ReportWriter, Tracer, nvml_backend
 from archline.measurement.attribute.io import ChunkWriter, save_raw
+from archline.measurement.attribute.launch_bound import LAUNCH_BOUND_MIN_GAPS, LAUNCH_BOUND_SHARE, launch_bound_note
 from archline.measurement.attribute.prior import KernelPrior
-from archline.measurement.attribute.program import ProgramSpec
 from archline.measurement.choose import GpuIdentity, choose_model
 from archline.records import Manifest, RunDir, RunStatus
 from archline.records.attribution import RAW_FILES, RESULT_FILES, AttributionResult, KernelTable
 
-if TYPE_CHECKING:
-    from archline.hw.nvml import NVMLSession
-
 __all__ = [
+    "LAUNCH_BOUND_MIN_GAPS",
+    "LAUNCH_BOUND_SHARE",
     "SOURCES",
     "Attribution",
     "Backend",
     "ChildRunner",
+    "ReportWriter",
     "Tracer",
     "attribute",
     "launch_bound_note",
     "nvml_backend",
 ]
 
-#: The sensor channels an attribution records.
-SOURCES = ("nvml.buffer", "nvml.energy")
-
 WHOLE_PROGRAM = "[whole program]"
-
-
-class Tracer(Protocol):
-    """What :class:`Attribution` needs from a kernel tracer (:class:`archline.hw.cupti.trace.KernelTracer`)."""
-
-    records: list[ActivityRecord]
-
-    def start(self) -> Any: ...
-
-    def stop(self) -> list[ActivityRecord]: ...
-
-
-class ChildRunner(Protocol):
-    """Runs the measured program as a child process and returns its exit status
-    (:func:`archline.measurement.attribute.program.run_binary`)."""
-
-    def __call__(self, spec: ProgramSpec, env: Mapping[str, str], *, stdout_to_stderr: bool = False) -> int: ...
-
-
-@dataclass(frozen=True)
-class Backend:
-    """Where sensors, device facts and the tracer come from (NVML + CUPTI, or fakes in tests)."""
-
-    open_sources: Callable[[int], Sequence[PowerSource]]
-    device_static: Callable[[int], dict[str, Any]]
-    device_state: Callable[[int], dict[str, Any]]
-    make_tracer: Callable[[Callable[[list[Any]], None] | None], Tracer]
-    clock: Clock | None = None
-    #: Builds (or finds) the CUPTI injection library for tracing a child process and returns
-    #: its path; raises CUPTIUnavailableError where it cannot. None: archline's own
-    #: (:func:`archline.hw.cupti.inject.build_injection`).
-    injection: Callable[[], Path] | None = None
-    #: Sensor time recorded before and after the block: the energy counter updates every
-    #: ~100 ms and the attribution needs several updates on either side.
-    pre_s: float = 0.5
-    post_s: float = 0.5
-    #: Runs a child program (None: :func:`~archline.measurement.attribute.program.run_binary`); a
-    #: simulated GPU moves its clock by the time the child ran.
-    run_child: ChildRunner | None = None
-    #: How many GPUs the machine has (``--gpu all``, and a one-line error for an index past them);
-    #: None: unknown, no check.
-    device_count: Callable[[], int] | None = None
-
-
-def nvml_backend(session: Callable[[int], NVMLSession] | None = None, clock: Clock | None = None) -> Backend:
-    """NVML sensors and a CUPTI tracer (imported only when used).
-
-    ``session`` returns the caller's open NVML session of a GPU, which the sensors and the device
-    facts share (the caller closes it); None: each opens a session of its own. ``clock``: the
-    sessions' clock (None: the host's wall clock).
-    """
-
-    def gpu_or_session(gpu: int) -> int | NVMLSession:
-        return session(gpu) if session is not None else gpu
-
-    def open_sources(gpu: int) -> Sequence[PowerSource]:
-        from archline.hw.nvml import open_sources as _open
-
-        return _open(gpu_or_session(gpu), SOURCES)
-
-    def static(gpu: int) -> dict[str, Any]:
-        from archline.hw.nvml import device_static
-
-        return device_static(gpu_or_session(gpu))
-
-    def state(gpu: int) -> dict[str, Any]:
-        from archline.hw.nvml import device_state
-
-        return device_state(gpu_or_session(gpu))
-
-    def tracer(on_batch: Callable[[list[Any]], None] | None) -> Tracer:
-        from archline.hw.cupti.trace import KernelTracer
-
-        return KernelTracer(on_batch=on_batch)
-
-    def count() -> int:
-        if session is not None:  # the count the caller's session read (no second NVML initialisation)
-            return session(0).device_count
-        from archline.hw.nvml import device_count
-
-        return device_count()
-
-    return Backend(open_sources, static, state, tracer, clock=clock, device_count=count)
-
-
-#: A program counts as launch-bound when its launch gaps fill this share of its span, over at least
-#: LAUNCH_BOUND_MIN_GAPS gaps.
-LAUNCH_BOUND_SHARE = 0.3
-LAUNCH_BOUND_MIN_GAPS = 10_000
-
-
-def launch_bound_note(
-    result: AttributionResult | None, program_span: tuple[float, float] | None, *, duty_cycled: bool
-) -> str | None:
-    """A note for a fully traced program whose GPU mostly waited on kernel launches, which is where
-    tracing slows a program down; None otherwise."""
-    if result is None or program_span is None or duty_cycled:
-        return None
-    span = program_span[1] - program_span[0]
-    gaps = [r for r in result.table if r.name == GAP_NAMES["launch"]]
-    calls = sum(r.calls for r in gaps)
-    busy = sum(r.time_s for r in gaps)
-    if span <= 0 or calls < LAUNCH_BOUND_MIN_GAPS or busy < LAUNCH_BOUND_SHARE * span:
-        return None
-    return (
-        f"launch-bound: the GPU waited between {calls} kernel launches for {100 * busy / span:.0f} % of the "
-        "program; CUPTI's cost per launch slows such programs down (measured in docs/attribution.md); "
-        "archline run --trace-duty 0.3/6 traces 5 % of the time instead"
-    )
-
-
-class ReportWriter(Protocol):
-    """Writes the report files of a finished attribution into its run directory (the report layer's job)."""
-
-    def __call__(
-        self,
-        directory: Path,
-        recording: Recording,
-        activities: Sequence[ActivityRecord],
-        result: AttributionResult,
-        program_span: tuple[float, float] | None,
-    ) -> Mapping[str, str]:
-        """Write the files; return file name → what it holds, for the manifest."""
-        ...
 
 
 class Attribution(contextlib.AbstractContextManager["Attribution"]):

@@ -43,8 +43,9 @@ from archline.records.multi_run import (
 
 if TYPE_CHECKING:
     from archline.hw.cupti.processes import InjectedProcess
-    from archline.measurement.attribute.api import Attribution, Backend, ReportWriter
+    from archline.measurement.attribute.api import Attribution
     from archline.measurement.attribute.attribution import AttributionOptions
+    from archline.measurement.attribute.backend import Backend, ReportWriter
 
 __all__ = ["GpuRun", "GpuTarget", "MultiRun", "run_program_gpus"]
 
@@ -191,7 +192,7 @@ def run_program_gpus(
         raise InputError(f"several GPUs, each once, are needed (got {list(gpus)})")
     child = as_child(classify_command(cmd))
     if backend is None:
-        from archline.measurement.attribute.api import nvml_backend
+        from archline.measurement.attribute.backend import nvml_backend
 
         backend = nvml_backend()
     out = out or default_out()

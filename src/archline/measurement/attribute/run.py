@@ -29,8 +29,9 @@ from archline.measurement.attribute.program import (
 
 if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a program runs, not at CLI start
     from archline.hw.cupti.inject import InjectionTrace
-    from archline.measurement.attribute.api import Attribution, Backend, ReportWriter
+    from archline.measurement.attribute.api import Attribution
     from archline.measurement.attribute.attribution import AttributionOptions
+    from archline.measurement.attribute.backend import Backend, ReportWriter
 
 __all__ = [
     "DUTY_MODES",
@@ -114,7 +115,7 @@ def run_program(
     env = dict(os.environ)
     _select_gpu(gpu, env, notes)
     if backend is None:
-        from archline.measurement.attribute.api import nvml_backend
+        from archline.measurement.attribute.backend import nvml_backend
 
         backend = nvml_backend()
     choice = prepare_tracing(
