@@ -226,7 +226,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     try:
         step = make_step(name, f"cuda:{a.gpu}")
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
-                              marginal=False, design=a.design, design_budget_s=a.design_budget_s)  # fmt: skip
+                              marginal=False, design=a.design, design_budget_s=a.design_budget_s,
+                              design_kind=a.design_kind)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
@@ -284,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--design", default="auto", help="replay's randomized design: N configurations, auto, or none (isolated only)"
     )
     ap.add_argument("--design-budget-s", type=float, default=240.0, help="time the design may take per workload")
+    ap.add_argument("--design-kind", choices=("halves", "prefix"), default="prefix",
+                    help="random halves of the groups, or random prefixes of the step (no kernel runs without "
+                    "the ones before it; chosen in session 8, before any GPU run scored it)")  # fmt: skip
     a = ap.parse_args(argv)
     if a.loop:
         return loop(a.loop, a.seconds or 10.0)

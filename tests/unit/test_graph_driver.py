@@ -201,3 +201,19 @@ def test_back_to_pytorchs_executable_after_our_own(monkeypatch: pytest.MonkeyPat
     tg.set_switch_mode("toggle")  # every node of PyTorch's executable on again
     tg.replay()
     assert drv.launched[-1] == ["conv_a", "relu", "conv_b", "norm"]
+
+
+def test_nodes_are_indexed_in_launch_order_whatever_order_the_driver_lists_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    drv = FakeDriver()
+    bindings = types.ModuleType("cuda.bindings")
+    bindings.driver = drv  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "cuda.bindings", bindings)
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    g = drv.make_graph(STEP)
+    drv.graphs[g] = dict(reversed(list(drv.graphs[g].items())))  # listed last node first
+    tg = TorchGraph(FakeTorchGraph(drv, g), 0)
+    want = [name or kind for kind, name, _ in STEP if kind in ("kernel", "memset", "memcpy")]
+    assert [n.name if n.kind == "kernel" else n.kind for n in tg.nodes] == want
+    assert [n.index for n in tg.nodes] == list(range(len(want)))

@@ -181,7 +181,7 @@ def test_cli_design_prints_the_summary(tmp_path: Any, monkeypatch: pytest.Monkey
     asked: dict[str, Any] = {}
 
     def fake_run_replay(step: Any, *, out: Any, force: bool, design: Any, design_seed: Any, **kw: Any) -> Any:
-        asked.update(design=design, seed=design_seed, budget=kw["design_budget_s"])
+        asked.update(design=design, seed=design_seed, budget=kw["design_budget_s"], kind=kw["design_kind"])
         gpu = FakeGraphGPU(step_nodes(0, groups=6), fixed_s=FIXED_S, fixed_w=FIXED_W)
         res = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=2, marginal=False, design=design,
                             design_seed=design_seed)  # fmt: skip
@@ -196,7 +196,7 @@ def test_cli_design_prints_the_summary(tmp_path: Any, monkeypatch: pytest.Monkey
     out = tmp_path / "r"
     res = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(out), "--design", "30", "--design-seed", "5"])
     assert res.exit_code == 0, res.output
-    assert asked == {"design": 30, "seed": 5, "budget": 600.0}
+    assert asked == {"design": 30, "seed": 5, "budget": 600.0, "kind": "halves"}
     text = " ".join(res.output.split())
     assert "Context energies: randomized design of 30 configurations (seed 5, 6 factors)" in text
     assert "neighbour dependence ρ =" in text and "of the whole step" in text and "in context (J)" in text
@@ -207,6 +207,11 @@ def test_cli_design_prints_the_summary(tmp_path: Any, monkeypatch: pytest.Monkey
     for bad, why in (("3", "at least 7 configurations"), ("lots", "number of configurations or 'auto'")):
         r = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(out), "--design", bad])
         assert r.exit_code == 2 and why in r.output
+    pre = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(out), "--force", "--design", "30",
+                                   "--design-kind", "prefix"])  # fmt: skip
+    assert pre.exit_code == 0 and asked["kind"] == "prefix"
+    r = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(out), "--design", "30", "--design-kind", "x"])
+    assert r.exit_code == 2 and "--design-kind must be halves or prefix" in r.output
 
 
 def test_the_design_switches_by_rebuild_where_only_rebuilding_works() -> None:

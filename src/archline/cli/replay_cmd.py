@@ -85,6 +85,14 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         design_seed: Annotated[int | None, typer.Option("--design-seed", help="The design's RNG seed.")] = None,
+        design_kind: Annotated[
+            str,
+            typer.Option(
+                "--design-kind",
+                help="halves: each group on in a random half of the configurations; prefix: random prefixes of "
+                "the step (no kernel runs without the ones before it).",
+            ),
+        ] = "halves",
         design_budget: Annotated[
             float, typer.Option("--design-budget", help="Seconds of measurement the design may take.")
         ] = 600.0,
@@ -99,6 +107,10 @@ def register(app: typer.Typer) -> None:
         if repeats < 1:
             raise InputError("--repeats must be at least 1")
         n_design = _design_arg(design)
+        from archline.measurement.attribute.replay import DESIGN_KINDS
+
+        if design_kind not in DESIGN_KINDS:
+            raise InputError(f"--design-kind must be {' or '.join(DESIGN_KINDS)}, not {design_kind!r}")
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run
@@ -106,7 +118,7 @@ def register(app: typer.Typer) -> None:
 
         res = run_replay(
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
-            design=n_design, design_seed=design_seed, design_budget_s=design_budget,
+            design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

@@ -7,6 +7,7 @@ differs between them (edge data in CUDA 12.3+), both forms are tried.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -161,10 +162,40 @@ def _cluster_of(h: Any, func: Any) -> tuple[int, int, int]:
     return (1, 1, 1)
 
 
-def list_nodes(graph: Any) -> tuple[list[Any], list[GraphNode]]:
-    """The graph's kernel, copy and memset nodes (the ones that can be switched off) and their handles."""
+def _launch_order(handles: list[Any]) -> list[Any]:
+    """The nodes in a topological order (Kahn's, ties kept in the driver's listing order): every node after the
+    nodes it depends on, so a prefix of the order never runs a node without its producers (the prefix design)."""
     d = driver()
-    handles = _handles(d.cuGraphGetNodes, graph, "cuGraphGetNodes")
+    at = {int(h): i for i, h in enumerate(handles)}
+    deps = [
+        [at[int(p)] for p in _neighbours(d.cuGraphNodeGetDependencies, h, "cuGraphNodeGetDependencies") if int(p) in at]
+        for h in handles
+    ]
+    users: list[list[int]] = [[] for _ in handles]
+    left = [len(ds) for ds in deps]
+    for i, ds in enumerate(deps):
+        for j in ds:
+            users[j].append(i)
+    ready = [i for i, n in enumerate(left) if n == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            left[u] -= 1
+            if left[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) < len(handles):  # a cycle cannot be captured; keep the listing rather than lose nodes
+        return handles
+    return [handles[i] for i in order]
+
+
+def list_nodes(graph: Any) -> tuple[list[Any], list[GraphNode]]:
+    """The graph's kernel, copy and memset nodes (the ones that can be switched off) and their handles, in a
+    topological order of the graph (indices follow it)."""
+    d = driver()
+    handles = _launch_order(_handles(d.cuGraphGetNodes, graph, "cuGraphGetNodes"))
     kinds = {
         d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL: "kernel",
         d.CUgraphNodeType.CU_GRAPH_NODE_TYPE_MEMCPY: "memcpy",

@@ -94,6 +94,12 @@ def design_text(d: Mapping[str, Any]) -> str:
         f"% against noise {_f(d.get('noise_rms_pct'), '.2f')} %; Σ e + c0 is {_f(d.get('sum_vs_step_pct'), '+.2f')} % "
         f"of the whole step; the whole step predicted from the other configurations is off by "
         f"{_f(d.get('all_on_error_pct'), '+.2f')} %."
+        + (" Its configurations are random prefixes of the step." if d.get("kind") == "prefix" else "")
+        + (
+            f" {d['nonfinite_configs']} configurations ended a repetition with the step's state non-finite."
+            if d.get("nonfinite_configs")
+            else ""
+        )
     )
 
 

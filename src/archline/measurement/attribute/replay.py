@@ -36,6 +36,7 @@ from archline.measurement.attribute.replay_switch import (
 )
 
 __all__ = [
+    "DESIGN_KINDS",
     "LUMPED",
     "PINNED",
     "REST",
@@ -47,6 +48,9 @@ __all__ = [
     "replay_energy",
     "run_replay",
 ]
+
+#: The ways of drawing the randomized design (replay_context.run_context).
+DESIGN_KINDS = ("halves", "prefix")
 
 #: Called before each replay that is measured or timed: (group, what), what being timing, whole,
 #: base, alone, without or rest. Lets a caller learn which replay lost the CUDA context.
@@ -233,6 +237,7 @@ def replay_energy(
     design: int | str | None = None,
     design_seed: int | None = None,
     design_budget_s: float | None = None,
+    design_kind: str = "halves",
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups by isolated time, and of the rest.
 
@@ -244,9 +249,13 @@ def replay_energy(
     ``design`` (a number of configurations, or ``"auto"``: max(3 · groups, 40)) then measures every
     measurable group inside the step (``context_j``; replay_context.py), with the RNG seeded by
     ``design_seed`` (drawn and recorded where None), in at most ``design_budget_s`` seconds of
-    measurement (fewer configurations, with a note).
+    measurement (fewer configurations, with a note). ``design_kind``: ``halves`` (each group on in a random
+    half of the configurations) or ``prefix`` (random prefixes of the step: no kernel runs without the ones
+    before it; replay_context.prefix_rows).
     """
     check_design(design)
+    if design_kind not in DESIGN_KINDS:
+        raise ValueError(f"unknown design kind {design_kind!r} ({' or '.join(DESIGN_KINDS)})")
     if top < 1:
         raise ValueError("top must be at least 1")
     if repeats < 1:
@@ -281,7 +290,7 @@ def replay_energy(
             res.rows.append(_unmeasured(name, graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name]), why))
         res.notes += _notes(plan, switching, chosen, times, repeats)
         if design is not None:
-            _add_context(res, t, plan, times, design, design_seed, design_budget_s)
+            _add_context(res, t, plan, times, design, design_seed, design_budget_s, design_kind)
         res.rows = [replace(r, group_time_s=times[r.group]) if r.group in times else r for r in res.rows]
         return res
     finally:
@@ -291,14 +300,14 @@ def replay_energy(
 
 def _add_context(
     res: ReplayResult, t: _Trials, plan: _Plan, times: Mapping[str, float], design: int | str,
-    seed: int | None, budget_s: float | None,
+    seed: int | None, budget_s: float | None, kind: str = "halves",
 ) -> None:  # fmt: skip
     """Every measurable group's energy inside the step, by a randomized design (replay_context.py)."""
     names = sorted((g for g in plan.measurable if g in times), key=lambda g: -times[g])
     groups = {g: plan.groups[g] for g in names}
     ctx = run_context(
         lambda nodes: t.run("[design]", "design", nodes), groups, plan.base, t.clock, design=design, seed=seed,
-        budget_s=budget_s, step_j=res.step_energy_j, step_sigma_j=res.step_sigma_j,
+        budget_s=budget_s, step_j=res.step_energy_j, step_sigma_j=res.step_sigma_j, kind=kind,
     )  # fmt: skip
     info = {g: (t.graph.nodes[groups[g][0]].kind, len(groups[g]), times[g]) for g in names}
     info[LUMPED] = ("mixed", sum(len(groups[g]) for g in ctx.lumped), sum(times[g] for g in ctx.lumped))
@@ -348,6 +357,7 @@ def run_replay(
     design_seed: int | None = None,
     design_budget_s: float | None = 600.0,
     state: Any = None,
+    design_kind: str = "halves",
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -382,6 +392,7 @@ def run_replay(
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
             on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
+            design_kind=design_kind,
         )  # fmt: skip
         res.notes += graph.notes
         if graph.state is not None:

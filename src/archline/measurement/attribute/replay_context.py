@@ -37,7 +37,9 @@ from archline.measurement.attribute.replay_design import MIN_RESIDUAL_DOF, Desig
 from archline.measurement.attribute.replay_result import LUMPED, PINNED, REST, ReplayRow
 from archline.measurement.attribute.replay_stats import Energy
 
-__all__ = ["AUTO_MIN", "ContextResult", "check_design", "context_rows", "design_size", "run_context"]
+Array = np.ndarray[Any, np.dtype[np.float64]]
+
+__all__ = ["AUTO_MIN", "ContextResult", "check_design", "context_rows", "design_size", "prefix_rows", "run_context"]
 
 #: ``design="auto"``: three configurations per factor, at least this many.
 AUTO_MIN = 40
@@ -96,8 +98,13 @@ def run_context(
     budget_s: float | None = None,
     step_j: float = math.nan,
     step_sigma_j: float = math.nan,
+    kind: str = "halves",
 ) -> ContextResult:
     """Measure a randomized design of the ``groups`` (name → node indices, longest first) and fit it.
+
+    ``kind``: ``halves`` switches each factor on in a random half of the configurations; ``prefix``
+    replays random prefixes of the step instead (:func:`prefix_rows`), so that no enabled kernel ever
+    runs without the kernels before it.
 
     ``run(nodes)`` measures one replay with ``nodes`` enabled; ``base`` stays enabled in every one.
     The whole step and the fixed cost are measured first; their time sets how many configurations
@@ -137,11 +144,18 @@ def run_context(
             f"are switched together as '{LUMPED}' (at least {len(groups) + 1 + MIN_RESIDUAL_DOF} configurations "
             "measure every group)"
         )
-    x = draw_design(len(factors), n, np.random.default_rng(seed))
     cols = list(factors.values())
+    rng = np.random.default_rng(seed)
+    if kind == "prefix":
+        x, configs = prefix_rows(cols, n, rng)
+    elif kind == "halves":
+        x = draw_design(len(factors), n, rng).astype(np.float64)
+        configs = [[i for on, idx in zip(row, cols, strict=True) if on for i in idx] for row in x[2:]]
+    else:
+        raise ValueError(f"unknown design kind {kind!r} (halves or prefix)")
     measured = list(first)
-    for row in x[2:]:
-        nodes = list(base) + [i for on, idx in zip(row, cols, strict=True) if on for i in idx]
+    for enabled in configs:
+        nodes = list(base) + enabled
         try:
             measured.append(run(nodes))
         except SwitchError as exc:
@@ -158,8 +172,29 @@ def run_context(
         out.values[name] = (e, math.sqrt(se**2 + 2.0 * fit.rho_up**2 * (e**2 + typical)))
     out.lumped = lumped
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_j, step_sigma_j)
+    out.summary["kind"] = kind
     out.notes.append(_note(out.summary))
     return out
+
+
+def prefix_rows(cols: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> tuple[Array, list[list[int]]]:
+    """A prefix design of ``n`` configurations over the factors ``cols`` (node indices): rows 0 and 1 the whole
+    step and none, then ``n − 2`` random cuts of the step in capture order, each enabling every factor node
+    before the cut. A captured step's node indices follow its launches, so every node's producers come before
+    it: no enabled kernel reads what a switched-off one should have written. A row holds each factor's share
+    of its nodes enabled, so the fit's coefficients are still each factor's energy in the whole step."""
+    order = sorted(i for idx in cols for i in idx)
+    pos = {i: k for k, i in enumerate(order)}
+    size = np.array([len(idx) for idx in cols], np.float64)
+    m = n - 2
+    cuts = rng.choice(np.arange(1, len(order)), size=m, replace=m > len(order) - 1)
+    x = np.zeros((n, len(cols)), np.float64)
+    x[0] = 1.0
+    enabled: list[list[int]] = []
+    for r, cut in enumerate(cuts, start=2):
+        x[r] = [sum(1 for i in idx if pos[i] < cut) for idx in cols] / size
+        enabled.append(order[: int(cut)])
+    return x, enabled
 
 
 def _summary(
@@ -191,8 +226,7 @@ def _summary(
         "seconds": spent_s,
         "budget_s": budget_s,
         "configs": [
-            {"on": "".join("1" if v else "0" for v in row), "energy_j": m.energy_j, "sigma_j": m.sigma_j,
-             "nonfinite": m.nonfinite}
+            {"on": _on(row), "energy_j": m.energy_j, "sigma_j": m.sigma_j, "nonfinite": m.nonfinite}
             for row, m in zip(x, measured, strict=True)
         ],
         # configurations with a repetition that ended with the step's state non-finite (hw/graph_state.py)
@@ -200,9 +234,17 @@ def _summary(
     }  # fmt: skip
 
 
+def _on(row: Array) -> str | list[float]:
+    """A configuration as stored: on/off flags as a string of 0 and 1, a prefix's shares as numbers."""
+    if np.all((row == 0.0) | (row == 1.0)):
+        return "".join("1" if v else "0" for v in row)
+    return [round(float(v), 6) for v in row]
+
+
 def _note(s: Mapping[str, Any]) -> str:
     return (
-        f"context energies: randomized design of {s['configurations']} configurations (seed {s['seed']}) fitted "
+        f"context energies: randomized design ({s.get('kind', 'halves')}) of {s['configurations']} configurations "
+        f"(seed {s['seed']}) fitted "
         f"as c0 + Σ e_g; c0 = {s['c0_j']:.4g} ± {s['c0_se_j']:.2g} J per replay; neighbour dependence ρ = "
         f"{100 * s['rho']:.1f} % (95 % upper bound {100 * s['rho_up']:.1f} %, folded in as {s['fold']}); "
         f"residual RMS {s['residual_rms_pct']:.2f} % (noise {s['noise_rms_pct']:.2f} %); Σ e + c0 is "

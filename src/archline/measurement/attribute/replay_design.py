@@ -65,7 +65,7 @@ def draw_design(
     raise ValueError(f"no full-rank design of {configs} configurations found for {factors} factors")
 
 
-def _model_matrix(x: NDArray[np.bool_]) -> Array:
+def _model_matrix(x: NDArray[Any]) -> Array:
     return np.hstack([np.ones((x.shape[0], 1)), x.astype(np.float64)])
 
 
@@ -78,7 +78,7 @@ def _gls(a: Array, y: Array, v: Array) -> tuple[Array, Array, Array]:
     return beta, cov, y - a @ beta
 
 
-def rho_profile(x: NDArray[np.bool_], y: Array, sigma: Array, e: Array, grid: Array = RHO_GRID) -> Array:
+def rho_profile(x: NDArray[Any], y: Array, sigma: Array, e: Array, grid: Array = RHO_GRID) -> Array:
     """The restricted log-likelihood of each ρ of ``grid``: residual variance σ_S² + ρ² Σ_{g∈S} e_g² with the
     groups' energies ``e`` held at the weighted fit's."""
     a = _model_matrix(x)
@@ -137,16 +137,17 @@ class DesignFit:
         }
 
 
-def fit_design(x: NDArray[np.bool_], energy_j: Sequence[float], sigma_j: Sequence[float]) -> DesignFit:
+def fit_design(x: NDArray[Any], energy_j: Sequence[float], sigma_j: Sequence[float]) -> DesignFit:
     """Fit ``E(S) = c0 + Σ x_g e_g`` to the configurations ``x`` (rows; row 0 must be all on) and their
-    measured energies with 1 σ; ValueError where the design cannot be fitted."""
+    measured energies with 1 σ; ValueError where the design cannot be fitted. ``x`` holds on/off flags, or
+    each factor's share of its nodes enabled (a prefix design, replay_context.prefix_rows)."""
     y = np.asarray(energy_j, dtype=np.float64)
     s = np.asarray(sigma_j, dtype=np.float64)
     if x.shape[0] != len(y) or len(y) != len(s):
         raise ValueError("one energy and one σ per configuration")
     if not (np.all(np.isfinite(y)) and np.all(np.isfinite(s))):
         raise ValueError("every configuration needs a finite energy and σ")
-    if not x[0].all():
+    if not np.all(np.asarray(x[0], np.float64) == 1.0):
         raise ValueError("the design's first configuration must be the whole step (all on)")
     s = np.maximum(s, 1e-9 * max(float(np.max(np.abs(y))), 1e-30))  # a σ of 0 would give infinite weight
     a = _model_matrix(x)
