@@ -71,3 +71,19 @@ def test_an_unknown_design_kind_is_refused() -> None:
     gpu = FakeGraphGPU(interleaved(2, 2), fixed_s=FIXED_S, fixed_w=FIXED_W)
     with pytest.raises(ValueError, match="design kind"):
         replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, design=10, design_kind="thirds")
+
+
+@pytest.mark.parametrize("kind", ["halves", "prefix"])
+def test_the_design_fits_each_groups_time_in_the_step_and_priors_carry_it(kind: str) -> None:
+    from archline.measurement.attribute.prior import priors_from_replay
+
+    nodes = interleaved()
+    gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+    res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=1), gpu.clock, top=2, marginal=False, design=60,
+                        design_seed=1, design_kind=kind)  # fmt: skip
+    for r in res.rows:
+        if r.context_time_s is not None:
+            want = sum(n.time_s for n in nodes if n.name == r.group)
+            assert r.context_time_s == pytest.approx(want, rel=1e-3), r.group  # the fake clock ticks in ~0.3 µs
+    pri = priors_from_replay(res)
+    assert pri["k0"].time_per_call_s == pytest.approx(nodes[0].time_s, rel=1e-3)  # the step's own, per call

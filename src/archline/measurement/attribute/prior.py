@@ -58,8 +58,8 @@ def priors_from_replay(
     already folded in), and carries that ρ's 95 % bound as :attr:`KernelPrior.context_rel_sd`; otherwise
     its isolated energy ± its σ, floored at ``min_rel_sd`` (by default tiny: how far the isolated energy is
     from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
-    by the group's nodes per step, and carries the group's own time per call (``group_time_s``) where
-    measured. Names are
+    by the group's nodes per step, and carries the group's time per call: in the step (``context_time_s``)
+    with a design, else its own time beyond an empty replay (``group_time_s``), where measured. Names are
     demangled as the attribution's are; the lumped and copy groups give none.
     """
     if hasattr(rows, "rows"):
@@ -80,9 +80,12 @@ def priors_from_replay(
         t_call = t / n if math.isfinite(t) and t > 0 else math.nan
         ctx, ctx_sd = _num(r.get("context_j")), _num(r.get("context_sigma_j"))
         if math.isfinite(ctx) and ctx > 0 and math.isfinite(ctx_sd) and ctx_sd > 0:
+            # The design's energy goes with the design's time in the step; an isolated replay's time carries
+            # the lone replay's launch per node (30-60 % more per call on the H100 runs, docs/attribution.md).
+            tc = _num(r.get("context_time_s"))
             out[names.get(name, name)] = KernelPrior(
                 ctx / n, ctx_sd / n, "replay", context_rel_sd=rho if math.isfinite(rho) else math.nan,
-                time_per_call_s=t_call,
+                time_per_call_s=tc / n if math.isfinite(tc) and tc > 0 else t_call,
             )  # fmt: skip
             continue
         e, sig = _num(r.get("energy_j")), _num(r.get("energy_sigma_j"))

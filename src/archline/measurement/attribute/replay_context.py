@@ -69,6 +69,8 @@ class ContextResult:
     """Each factor's energy per step in context (J) with 1 σ, the design's summary and its notes."""
 
     values: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Each factor's time per step inside the step (s): the same additive fit of the configurations' times.
+    times: dict[str, float] = field(default_factory=dict)
     lumped: list[str] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -170,11 +172,24 @@ def run_context(
     typical = float(np.mean(np.square(fit.energy_j)))
     for name, e, se in zip(factors, fit.energy_j, fit.energy_se_j, strict=True):
         out.values[name] = (e, math.sqrt(se**2 + 2.0 * fit.rho_up**2 * (e**2 + typical)))
+    out.times = dict(zip(factors, _times(x, [m.time_s for m in measured]), strict=True))
     out.lumped = lumped
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_j, step_sigma_j)
     out.summary["kind"] = kind
     out.notes.append(_note(out.summary))
     return out
+
+
+def _times(x: Array, times_s: Sequence[float]) -> list[float]:
+    """Each factor's time per step inside the step: ``T(S) = t0 + Σ x_g t_g`` by least squares (NaN where the
+    configurations' times are not all finite). The kernels' own time in the step's company, for comparing a
+    prior's calls with the program's (the isolated timings also carry each lone replay's launch)."""
+    t = np.asarray(times_s, np.float64)
+    if not np.all(np.isfinite(t)):
+        return [math.nan] * x.shape[1]
+    a = np.hstack([np.ones((x.shape[0], 1)), x])
+    beta = np.linalg.lstsq(a, t, rcond=None)[0]
+    return [float(b) for b in beta[1:]]
 
 
 def prefix_rows(cols: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> tuple[Array, list[list[int]]]:
@@ -226,7 +241,8 @@ def _summary(
         "seconds": spent_s,
         "budget_s": budget_s,
         "configs": [
-            {"on": _on(row), "energy_j": m.energy_j, "sigma_j": m.sigma_j, "nonfinite": m.nonfinite}
+            {"on": _on(row), "energy_j": m.energy_j, "sigma_j": m.sigma_j, "time_s": m.time_s,
+             "nonfinite": m.nonfinite}
             for row, m in zip(x, measured, strict=True)
         ],
         # configurations with a repetition that ended with the step's state non-finite (hw/graph_state.py)
@@ -267,7 +283,12 @@ def context_rows(
     the lumped ones) gets one of its own, with NaN isolated energies. ``info``: group → (kind, nodes, time s)."""
     have = {r.group for r in rows}
     out = [
-        dataclasses.replace(r, context_j=ctx.values[r.group][0], context_sigma_j=ctx.values[r.group][1])
+        dataclasses.replace(
+            r,
+            context_j=ctx.values[r.group][0],
+            context_sigma_j=ctx.values[r.group][1],
+            context_time_s=ctx.times.get(r.group),
+        )
         if r.group in ctx.values
         else r
         for r in rows
@@ -277,6 +298,11 @@ def context_rows(
         if name in have:
             continue
         kind, nodes, time_s = info.get(name, ("mixed", 0, math.nan))
-        new.append(ReplayRow(name, kind, nodes, time_s, math.nan, math.nan, math.nan, context_j=e, context_sigma_j=sd))
+        new.append(
+            ReplayRow(
+                name, kind, nodes, time_s, math.nan, math.nan, math.nan, context_j=e, context_sigma_j=sd,
+                context_time_s=ctx.times.get(name),
+            )
+        )  # fmt: skip
     at = next((k for k, r in enumerate(out) if r.group in (REST, PINNED) or not r.measurable), len(out))
     return out[:at] + new + out[at:]

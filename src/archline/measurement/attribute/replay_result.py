@@ -53,6 +53,8 @@ class ReplayRow:
     #: Repetitions of this row's isolated (and marginal) replays that ended with the step's state non-finite
     #: (hw/graph_state.py): its energy is partly of kernels computing on NaN. 0 where nothing was checked.
     nonfinite_reps: int = 0
+    #: With a design: the group's time per step inside the step (s), fitted like its energy.
+    context_time_s: float | None = None
 
     def to_row(self) -> dict[str, Any]:
         out = dict(self.__dict__)
