@@ -8,8 +8,11 @@ producer's buffer, often another tensor's bytes, and draws less power on them
 (docs/replay.md, "The step's state"). This asks, before any GPU scores it, how the design's in-step energies
 behave then, and whether switching fewer groups off per configuration (each group on in a share ``p_on``
 of them, not half) helps. Simulated step: ``--groups`` groups with log-normal energies (median 30 mJ,
-σ_ln 1), a fixed cost c0 of 30 mJ, each group after the first fed by a random earlier one; a group
-whose producer is off draws (1 − corruption) of its energy; each configuration measured with 0.4 % noise
+σ_ln 1), a fixed cost c0 of 30 mJ, run as 4 layers that each run every group once in their own order
+(each node fed by the node before it); a node whose producer is off draws (1 − corruption) of its
+energy. The halves design switches groups (each on in a share ``p_on`` of the configurations); the prefix
+design replays random prefixes (replay_context.prefix_rows), where no node runs without its producer;
+each configuration measured with 0.4 % noise
 of the whole step (what the H100 runs' design reported). The truth is every group's energy in the full
 step. Printed per (p_on, corruption), medians over ``--seeds`` steps:
 
@@ -28,7 +31,11 @@ from typing import Any
 
 import numpy as np
 
+from archline.measurement.attribute.replay_context import prefix_rows
 from archline.measurement.attribute.replay_design import draw_design, fit_design
+
+#: Layers of the simulated step: each runs every group once.
+ROUNDS = 4
 
 
 def _weighted_median(values: np.ndarray[Any, Any], weights: np.ndarray[Any, Any]) -> float:
@@ -37,18 +44,32 @@ def _weighted_median(values: np.ndarray[Any, Any], weights: np.ndarray[Any, Any]
     return float(values[order][np.searchsorted(c, 0.5 * c[-1])])
 
 
-def simulate(groups: int, configs: int, p_on: float, corruption: float, seed: int) -> dict[str, float]:
+def simulate(
+    groups: int, configs: int, p_on: float, corruption: float, seed: int, kind: str = "halves"
+) -> dict[str, float]:
     rng = np.random.default_rng(seed)
     e = 0.030 * np.exp(rng.normal(0.0, 1.0, groups))
-    producer = np.array([-1] + [int(rng.integers(0, g)) for g in range(1, groups)])
+    # the step: ``ROUNDS`` layers, each running every group once in its own order; a node's producer is the
+    # node before it
+    seq = np.concatenate([rng.permutation(groups) for _ in range(ROUNDS)])
+    cols = [list(np.nonzero(seq == g)[0]) for g in range(groups)]
     c0 = 0.030
-    x = draw_design(groups, configs, rng, p_on=p_on)
-    fed = np.ones_like(x, dtype=np.float64)
-    has = producer >= 0
-    fed[:, has] = np.where(x[:, producer[has]], 1.0, 1.0 - corruption)
-    clean = c0 + (x * fed) @ e
+    if kind == "prefix":
+        x, enabled = prefix_rows(cols, configs, rng)
+        on_nodes = [np.ones(seq.size, bool), np.zeros(seq.size, bool)]
+        for nodes in enabled:
+            m = np.zeros(seq.size, bool)
+            m[nodes] = True
+            on_nodes.append(m)
+    else:
+        x = draw_design(groups, configs, rng, p_on=p_on).astype(np.float64)
+        on_nodes = [row[seq].astype(bool) for row in x]
+    clean = []
+    for on in on_nodes:
+        fed = np.where(np.concatenate([[True], on[:-1]]), 1.0, 1.0 - corruption)
+        clean.append(c0 + float(np.sum(on * fed * e[seq] / ROUNDS)))
     noise = 0.004 * (c0 + e.sum())
-    y = clean + rng.normal(0.0, noise, configs)
+    y = np.asarray(clean) + rng.normal(0.0, noise, configs)
     fit = fit_design(x, list(y), [noise] * configs)
     est = np.asarray(fit.energy_j)
     se = np.asarray(fit.energy_se_j)
@@ -74,12 +95,13 @@ def main() -> int:
     ap.add_argument("--corruption", type=float, nargs="+", default=[0.0, 0.1, 0.2])
     a = ap.parse_args()
     print(f"{a.groups} groups, {a.configs} configurations, {a.seeds} simulated steps each; medians over steps")
-    print(f"{'p_on':>5} {'corr':>5} {'bias':>7} {'≤15 %':>7} {'ρ̂':>6} {'ρ_up':>6} {'±15 %':>7} {'cover':>6}")
-    for p in a.p_on:
+    print(f"{'design':>12} {'corr':>5} {'bias':>7} {'≤15 %':>7} {'ρ̂':>6} {'ρ_up':>6} {'±15 %':>7} {'cover':>6}")
+    kinds = [(f"halves {p:.2f}", "halves", p) for p in a.p_on] + [("prefix", "prefix", 0.5)]
+    for label, kind, p in kinds:
         for c in a.corruption:
-            runs = [simulate(a.groups, a.configs, p, c, s) for s in range(a.seeds)]
+            runs = [simulate(a.groups, a.configs, p, c, s, kind) for s in range(a.seeds)]
             m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            print(f"{p:5.2f} {c:5.2f} {100 * m['bias']:6.1f}% {100 * m['within15']:6.1f}% {100 * m['rho']:5.1f}% "
+            print(f"{label:>12} {c:5.2f} {100 * m['bias']:6.1f}% {100 * m['within15']:6.1f}% {100 * m['rho']:5.1f}% "
                   f"{100 * m['rho_up']:5.1f}% {100 * m['narrow']:6.1f}% {100 * m['coverage']:5.1f}%")  # fmt: skip
     return 0
 

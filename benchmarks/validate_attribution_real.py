@@ -285,9 +285,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--design", default="auto", help="replay's randomized design: N configurations, auto, or none (isolated only)"
     )
     ap.add_argument("--design-budget-s", type=float, default=240.0, help="time the design may take per workload")
-    ap.add_argument("--design-kind", choices=("halves", "prefix"), default="prefix",
-                    help="random halves of the groups, or random prefixes of the step (no kernel runs without "
-                    "the ones before it; chosen in session 8, before any GPU run scored it)")  # fmt: skip
+    ap.add_argument("--design-kind", choices=("halves", "prefix"), default="halves",
+                    help="random halves of the groups, or random prefixes of the step (no kernel runs without the "
+                    "ones before it: unbiased, but too imprecise on simulated steps; benchmarks/design_sim.py)",
+                    )  # fmt: skip
     a = ap.parse_args(argv)
     if a.loop:
         return loop(a.loop, a.seconds or 10.0)
