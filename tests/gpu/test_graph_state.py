@@ -30,6 +30,8 @@ def test_capture_snapshots_weights_gradients_and_optimizer_state() -> None:
         # 4 weights + 4 gradients + 4 momentum buffers + the input
         assert st.count == 13
         w0 = model[0].weight.detach().clone()
+        m0 = opt.state[model[0].weight]["momentum_buffer"].clone()
+        g0 = model[0].weight.grad.detach().clone()
         for _ in range(5):
             g.replay()
         g.synchronize()
@@ -37,6 +39,8 @@ def test_capture_snapshots_weights_gradients_and_optimizer_state() -> None:
         assert g.restore_state() is True
         g.synchronize()
         assert torch.equal(model[0].weight, w0)
+        assert torch.equal(opt.state[model[0].weight]["momentum_buffer"], m0)
+        assert torch.equal(model[0].weight.grad, g0)
         g.replay()
         g.reset_state()  # enqueued after the replay on the same stream
         g.synchronize()
@@ -45,5 +49,30 @@ def test_capture_snapshots_weights_gradients_and_optimizer_state() -> None:
             model[0].weight.fill_(float("nan"))
         assert g.restore_state() is False  # it was non-finite before the restore
         assert st.finite() and st.nonfinite == 1
+    finally:
+        g.close()
+
+
+def test_a_script_step_that_uses_module_globals_is_guarded() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from archline.hw.graph import capture_torch
+
+    ns: dict[str, object] = {"torch": torch}
+    exec(  # a step as a script defines it: no closure, model and optimizer are the module's globals
+        "model = torch.nn.Linear(32, 32).cuda()\n"
+        "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+        "x = torch.randn(8, 32, device='cuda')\n"
+        "def step():\n"
+        "    opt.zero_grad(set_to_none=True)\n"
+        "    model(x).pow(2).mean().backward()\n"
+        "    opt.step()\n",
+        ns,
+    )
+    g = capture_torch(ns["step"], 0)  # type: ignore[arg-type]
+    try:
+        assert g.state is not None and g.state.guarded
+        assert g.state.count >= 5  # weight, bias, their gradients, the input
     finally:
         g.close()

@@ -63,7 +63,7 @@ def test_prefix_rows_enable_a_prefix_and_give_each_groups_share() -> None:
     x, enabled = prefix_rows(cols, 12, np.random.default_rng(0))
     assert x.shape == (12, 3) and np.all(x[0] == 1.0) and np.all(x[1] == 0.0)
     for row, on in zip(x[2:], enabled, strict=True):
-        assert on == list(range(len(on))) and 1 <= len(on) <= 5  # a prefix of the capture order, never all
+        assert on == list(range(len(on))) and 1 <= len(on) <= 6  # a prefix of the capture order
         assert row == pytest.approx([sum(i in on for i in c) / len(c) for c in cols])
 
 
@@ -87,3 +87,11 @@ def test_the_design_fits_each_groups_time_in_the_step_and_priors_carry_it(kind: 
             assert r.context_time_s == pytest.approx(want, rel=1e-3), r.group  # the fake clock ticks in ~0.3 µs
     pri = priors_from_replay(res)
     assert pri["k0"].time_per_call_s == pytest.approx(nodes[0].time_s, rel=1e-3)  # the step's own, per call
+
+
+def test_a_prefix_design_needs_two_nodes_and_says_so() -> None:
+    with pytest.raises(ValueError, match="at least two nodes"):
+        prefix_rows([[0]], 10, np.random.default_rng(0))
+    gpu = FakeGraphGPU([FakeNode("only", 0.002, 400.0)], fixed_s=FIXED_S, fixed_w=FIXED_W)
+    res = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=1, marginal=False, design=10, design_kind="prefix")
+    assert res.design is None and any("at least two nodes" in n for n in res.notes)

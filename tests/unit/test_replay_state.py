@@ -126,3 +126,25 @@ def test_rows_and_design_configurations_record_which_replays_left_nan() -> None:
         poisoning = on[cols["gemm"]] == "1" and on[cols["relu"]] == "0"
         assert (c["nonfinite"] > 0) == poisoning, c
     assert res.design["nonfinite_configs"] == sum(1 for c in res.design["configs"] if c["nonfinite"] > 0) > 0
+
+
+class CostlyCopy(PoisonedGPU):
+    """The state copy takes 1 ms at 500 W on the board, as a real one takes time and energy."""
+
+    def reset_state(self) -> None:
+        super().reset_state()
+        a = self.clock.now_s()
+        self.clock.sleep(0.001)
+        with self._lock:
+            self.intervals.append((a, self.clock.now_s(), 500.0))
+
+
+def test_the_state_copy_is_taken_out_of_switched_measurements() -> None:
+    gpu = CostlyCopy(NODES, fixed_s=0.0005)
+    measure = functools.partial(measure_on(gpu), between=gpu.restore_state)
+    res = replay_energy(gpu, measure, gpu.clock, top=2, marginal=True)
+    rows = {r.group: r for r in res.rows}
+    truth = gpu.truth_j([0, 2])
+    assert rows["gemm"].energy_j == pytest.approx(truth + 0.0005 * 100.0, rel=0.03)  # alone: its c0, no copy
+    assert rows["gemm"].marginal_j == pytest.approx(truth, rel=0.05)  # whole − without: no copy on either side
+    assert any("state copy" in n and "taken out" in n for n in res.notes)

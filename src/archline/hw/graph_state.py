@@ -24,7 +24,7 @@ MAX_FREE_FRACTION = 0.25
 
 def step_tensors(step: Callable[..., Any] | Any, device: int, depth: int = 3) -> list[Any]:
     """The CUDA tensors on ``device`` that ``step`` (or any object: a list of modules and optimizers)
-    reaches: through its closure, its bound object, a
+    reaches: through its closure, the module globals it names, its defaults, its bound object, a
     ``functools.partial``'s arguments, and containers and plain objects (a trainer) up to ``depth`` deep.
     A module gives its parameters, their gradients and its buffers; an optimizer its parameters, their
     gradients, its state and any tensor in its parameter groups (a captured learning rate)."""
@@ -55,6 +55,9 @@ def step_tensors(step: Callable[..., Any] | Any, device: int, depth: int = 3) ->
                 add_param(p)
             for b in obj.buffers():
                 add(b)
+            for k, v in vars(obj).items():  # an optimizer or scaler kept as a plain attribute (a trainer module)
+                if k not in ("_parameters", "_buffers", "_modules") and not k.startswith("_"):
+                    visit(v, left - 1)
         elif isinstance(obj, torch.optim.Optimizer):
             for group in obj.param_groups:
                 for p in group.get("params", ()):
@@ -83,12 +86,35 @@ def step_tensors(step: Callable[..., Any] | Any, device: int, depth: int = 3) ->
                     visit(cell.cell_contents, left - 1)
                 except ValueError:  # an empty cell
                     continue
+            # a script's step often uses its module's globals (model, opt), and defaults can hold them too
+            g = obj.__globals__
+            for name in obj.__code__.co_names:
+                if name in g:
+                    visit(g[name], left - 1)
+            visit(obj.__defaults__ or (), left)
+            visit(obj.__kwdefaults__ or {}, left)
         elif hasattr(obj, "__dict__"):
             for v in vars(obj).values():
                 visit(v, left - 1)
 
     visit(step, depth)
     return list(found.values())
+
+
+def _storages(tensors: list[Any]) -> list[Any]:
+    """One byte tensor over each distinct storage of ``tensors`` (in first-seen order); where a storage cannot be
+    viewed so, the tensors themselves (as before: a view shared by two of them is then copied twice)."""
+    import torch
+
+    out: dict[int, Any] = {}
+    try:
+        for t in tensors:
+            st = t.untyped_storage()
+            if st.data_ptr() not in out:
+                out[st.data_ptr()] = torch.empty(0, dtype=torch.uint8, device=t.device).set_(st)
+    except (RuntimeError, TypeError, AttributeError):
+        return list(tensors)
+    return list(out.values())
 
 
 class StepState:
@@ -103,7 +129,10 @@ class StepState:
 
         self._torch = torch
         self.count = len(tensors)
-        self.nbytes = int(sum(t.numel() * t.element_size() for t in tensors))
+        # Copied whole storage by whole storage, each once: views of one buffer (a flat parameter and its
+        # views, two slices of one tensor) are neither cloned twice nor lost to each other.
+        targets = _storages(tensors)
+        self.nbytes = int(sum(t.numel() * t.element_size() for t in targets))
         self.restores = 0
         self.nonfinite = 0
         self._dst: list[Any] = []
@@ -121,8 +150,8 @@ class StepState:
             )
             return
         with torch.no_grad():
-            self._src = [t.clone() for t in tensors]
-        self._dst = list(tensors)
+            self._src = [t.clone() for t in targets]
+        self._dst = list(targets)
         self._floats = [t for t in tensors if t.is_floating_point() or t.is_complex()]
 
     @property
@@ -165,6 +194,6 @@ class StepState:
         return (
             f"the step's state ({self.count} tensors, {self.nbytes / 1e6:.4g} MB: weights, gradients, optimizer "
             f"state, inputs) was copied back before every measurement, before every replay with nodes switched "
-            f"off and after every repetition; it was non-finite at the end of {self.nonfinite} of {self.restores} "
-            "repetitions and measurements"
+            f"off and after every repetition; it was non-finite before {self.nonfinite} of the {self.restores} "
+            "restores that checked it (after each repetition, and before each measurement and timing)"
         )

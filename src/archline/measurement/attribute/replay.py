@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archline.core.readings import Clock
+from archline.errors import InputError
 from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
 from archline.measurement.attribute.replay_context import check_design, context_rows, run_context
 from archline.measurement.attribute.replay_result import LUMPED, PINNED, REST, ReplayResult, ReplayRow
@@ -113,6 +114,21 @@ class _Trials:
         clock: Clock,
     ) -> None:
         self.graph, self.measure, self.hook, self.clock = graph, measure, hook, clock
+        #: The state copy that precedes every switched replay, measured alone (None: none, or not yet).
+        self.copy: Energy | None = None
+
+    def _copy_cost(self) -> Energy | None:
+        """The energy and time of the state copy alone (``reset_state``), measured once like any replay, so that
+        every switched measurement can be given without it: the whole step carries none."""
+        reset = getattr(self.graph, "reset_state", None)
+        if reset is None:
+            return None
+        if self.copy is None:
+            try:
+                self.copy = Energy.of(self.measure(reset))
+            except InputError:  # it took no measurable time at all (nothing to copy): it costs nothing
+                self.copy = Energy(0.0, 0.0, 0.0)
+        return self.copy
 
     def _restore(self) -> None:
         """Put the step's state back as captured, where the graph keeps one (hw/graph_state.py)."""
@@ -123,8 +139,8 @@ class _Trials:
     def _replay_for(self, nodes: Sequence[int] | None) -> Callable[[], None]:
         """The replay to measure: with nodes switched off, the step's state is copied back before every
         replay (``reset_state``, enqueued on the replay's stream), so no replay starts from weights that an
-        earlier one computed from what switched-off nodes left behind. The copy is the same in every such
-        replay: the design's fixed cost c0 takes it, and the timings subtract it with the empty replay's."""
+        earlier one computed from what switched-off nodes left behind. The copy is measured alone once and
+        taken out of every such measurement and timing (:meth:`_copy_cost`)."""
         reset = getattr(self.graph, "reset_state", None)
         if nodes is None or reset is None:
             return self.graph.replay
@@ -144,7 +160,12 @@ class _Trials:
         state = getattr(self.graph, "state", None)
         before = int(getattr(state, "nonfinite", 0))
         m = self.measure(self._replay_for(nodes))
-        return Energy.of(m, int(getattr(state, "nonfinite", 0)) - before)
+        e = Energy.of(m, int(getattr(state, "nonfinite", 0)) - before)
+        copy = self._copy_cost() if nodes is not None else None
+        if copy is None:
+            return e
+        return Energy(e.energy_j - copy.energy_j, math.hypot(e.sigma_j, copy.sigma_j), e.time_s - copy.time_s,
+                      e.nonfinite)  # fmt: skip
 
     def time(self, group: str, nodes: Sequence[int], clock: Clock, replays: int) -> float:
         """Seconds per replay (host timer around synchronised replays)."""
@@ -159,7 +180,8 @@ class _Trials:
         for _ in range(replays):
             replay()
         self.graph.synchronize()
-        return (clock.now_s() - t0) / replays
+        copy = self._copy_cost()  # timings always switch nodes: each replay was preceded by the copy
+        return (clock.now_s() - t0) / replays - (copy.time_s if copy is not None else 0.0)
 
 
 def _time_groups(t: _Trials, plan: _Plan, clock: Clock, replays: int) -> dict[str, float]:
@@ -292,6 +314,12 @@ def replay_energy(
         if design is not None:
             _add_context(res, t, plan, times, design, design_seed, design_budget_s, design_kind)
         res.rows = [replace(r, group_time_s=times[r.group]) if r.group in times else r for r in res.rows]
+        if t.copy is not None:
+            res.notes.append(
+                f"the state copy before every replay with nodes switched off, measured alone: "
+                f"{t.copy.energy_j:.4g} ± {t.copy.sigma_j:.2g} J, {t.copy.time_s * 1e3:.3g} ms; taken out of every "
+                "such measurement and timing"
+            )
         return res
     finally:
         with contextlib.suppress(GraphError):  # a node stuck off: the caller drops this graph anyway

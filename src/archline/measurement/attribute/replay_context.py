@@ -149,7 +149,11 @@ def run_context(
     cols = list(factors.values())
     rng = np.random.default_rng(seed)
     if kind == "prefix":
-        x, configs = prefix_rows(cols, n, rng)
+        try:
+            x, configs = prefix_rows(cols, n, rng)
+        except ValueError as exc:
+            out.notes.append(f"design skipped: {exc}")
+            return out
     elif kind == "halves":
         x = draw_design(len(factors), n, rng).astype(np.float64)
         configs = [[i for on, idx in zip(row, cols, strict=True) if on for i in idx] for row in x[2:]]
@@ -195,14 +199,19 @@ def _times(x: Array, times_s: Sequence[float]) -> list[float]:
 def prefix_rows(cols: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> tuple[Array, list[list[int]]]:
     """A prefix design of ``n`` configurations over the factors ``cols`` (node indices): rows 0 and 1 the whole
     step and none, then ``n − 2`` random cuts of the step in capture order, each enabling every factor node
-    before the cut. A captured step's node indices follow its launches, so every node's producers come before
-    it: no enabled kernel reads what a switched-off one should have written. A row holds each factor's share
+    before the cut. Node indices follow a topological order of the graph (graph_nodes._launch_order), so
+    every node's producers come before it: no enabled factor kernel reads what a switched-off one should have
+    written (the base, memsets and pinned groups, runs in every replay, after the cut too). A row holds each
+    factor's share
     of its nodes enabled, so the fit's coefficients are still each factor's energy in the whole step."""
     order = sorted(i for idx in cols for i in idx)
+    if len(order) < 2:
+        raise ValueError("a prefix design needs at least two nodes to cut between")
     pos = {i: k for k, i in enumerate(order)}
     size = np.array([len(idx) for idx in cols], np.float64)
     m = n - 2
-    cuts = rng.choice(np.arange(1, len(order)), size=m, replace=m > len(order) - 1)
+    # cuts up to the whole step: the last node is then seen in more configurations than the whole step's
+    cuts = rng.choice(np.arange(1, len(order) + 1), size=m, replace=m > len(order))
     x = np.zeros((n, len(cols)), np.float64)
     x[0] = 1.0
     enabled: list[list[int]] = []

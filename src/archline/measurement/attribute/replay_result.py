@@ -50,8 +50,9 @@ class ReplayRow:
     #: The group's time per replay with only it enabled, beyond a replay with none enabled (its kernels' own
     #: time, without the replay's launch and synchronisation); ``time_s`` is the whole isolated replay's.
     group_time_s: float | None = None
-    #: Repetitions of this row's isolated (and marginal) replays that ended with the step's state non-finite
-    #: (hw/graph_state.py): its energy is partly of kernels computing on NaN. 0 where nothing was checked.
+    #: Repetitions that ended with the step's state non-finite (hw/graph_state.py), over the replays this row's
+    #: energies derive from: its own isolated (and without-it) replays and those subtracted from them (the base,
+    #: the whole step). Its energy is then partly of kernels computing on NaN. 0 where nothing was checked.
     nonfinite_reps: int = 0
     #: With a design: the group's time per step inside the step (s), fitted like its energy.
     context_time_s: float | None = None
