@@ -82,7 +82,7 @@ def rho_profile(x: NDArray[Any], y: Array, sigma: Array, e: Array, grid: Array =
     """The restricted log-likelihood of each ρ of ``grid``: residual variance σ_S² + ρ² Σ_{g∈S} e_g² with the
     groups' energies ``e`` held at the weighted fit's."""
     a = _model_matrix(x)
-    load = x.astype(np.float64) @ (e**2)
+    load = np.square(x.astype(np.float64)) @ (e**2)  # a share f of a group moves by ρ·f·e (flags: f² = f)
     out = np.empty(len(grid))
     for k, rho in enumerate(grid):
         v = sigma**2 + rho**2 * load
