@@ -67,3 +67,20 @@ def test_a_missing_replay_directory_is_one_line_exit_2(fake_gpu, tmp_path):
     res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
     assert res.exit_code == 2
     assert "nope: file not found" in res.output and "Traceback" not in res.output
+
+
+def test_run_warns_when_its_replay_priors_predate_the_state_restore(fake_gpu, tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(SCRIPT)
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "replay.csv").write_text(
+        "group,kind,nodes_per_step,time_s,energy_j,energy_sigma_j,mean_power_w,marginal_j,marginal_sigma_j\n"
+        "hot_kernel,kernel,1,0.005,2.0,0.02,400,,\n"
+    )
+    (replay / "replay.json").write_text('{"step_energy_j": 2.0}')
+    argv = ["run", "-o", str(tmp_path / "run"), "--tracer", "python", "--prior-replay", str(replay), "--", str(script)]
+    res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "archline: warning:" in text and "predates" in text and "NaN" in text

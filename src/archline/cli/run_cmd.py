@@ -182,6 +182,12 @@ def read_replay_priors(directory: Path) -> dict[str, Any]:
         priors = dict(priors_from_replay(read_csv(path)))
     if not priors:
         raise InputError(f"{path}: no kernel group with a positive isolated or in-step energy")
+    if path.name == "replay.csv":
+        from archline.report.replay import read_replay, state_warning
+
+        warn = state_warning(read_replay(path.parent)[0])
+        if warn is not None:
+            err_console.print(f"archline: warning: {path.parent}: {warn}", soft_wrap=True, markup=False)
     return dict(priors)
 
 

@@ -58,6 +58,25 @@ def replay_priors(directory: Path) -> dict[str, Any]:
     return dict(priors_from_replay(rows, design=design if isinstance(design, dict) else None))
 
 
+def state_warning(s: Mapping[str, Any]) -> str | None:
+    """Why this replay's energies may be of a step computing on NaN (None: its state was restored)."""
+    if not s:
+        return None
+    st = s.get("state")
+    if "state" not in s:
+        return (
+            "this replay predates archline's restoring the step's state between replays (session 8): replays "
+            "with nodes switched off could leave a training step's weights NaN, so its energies may be of "
+            "kernels computing on NaN (docs/replay.md, 'The step's state')"
+        )
+    if isinstance(st, Mapping) and not st.get("guarded"):
+        return (
+            f"the step's state was not restored between replays ({st.get('why_not') or 'no state found'}); "
+            "energies after a replay with nodes switched off may be of kernels computing on NaN"
+        )
+    return None
+
+
 def replay_summary_text(s: Mapping[str, Any]) -> str:
     """The whole step's energy and time, the sum of the isolated energies against it, how nodes were switched
     and, with repeats, how well the groups' energies reproduced."""
@@ -156,6 +175,9 @@ def render_replay(run: RunDir, out_dir: Path) -> RenderedReport:
             f"{m.created_utc}, status {m.status}. " + replay_summary_text(s)
         )
     )
+    warn = state_warning(s)
+    if warn is not None:
+        doc.add(Para(f"Warning: {warn}."))
     doc.add(replay_table(rows, s.get("notes", [])))
     md, html = write_document(doc, out_dir)
-    return RenderedReport("replay", md, html, (), m.status)
+    return RenderedReport("replay", md, html, (), m.status, warnings=() if warn is None else (warn,))
