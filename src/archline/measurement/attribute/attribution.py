@@ -1,8 +1,8 @@
 """Attribute a recording's energy to the kernels that ran in it, with intervals, plus what is left over.
 
 The windows, the design, the fit and the rows that add up to the counter are one estimate whose
-steps share their intermediate arrays; the fit's data and priors are in buffer_fit.py, the rows' helpers
-in rows.py.
+steps share their intermediate arrays; the fit's data and priors are in buffer_fit.py, its two stages
+in column_fit.py, the rows in rows.py.
 """
 
 from __future__ import annotations
@@ -13,26 +13,32 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from archline.core.activity import ActivityRecord
 from archline.core.readings import Readings
 from archline.core.recording import Recording
-from archline.errors import SensorError, TooLittleTracedError
-from archline.measurement.attribute.buffer_fit import (
-    buffer_design,
-    power_bounds,
-    prior_arrays,
-    prior_context_spread,
+from archline.errors import SensorError
+from archline.measurement.attribute.buffer_fit import buffer_design
+from archline.measurement.attribute.column_fit import ColumnFit, fit_columns
+from archline.measurement.attribute.design import GAP_NAMES, Design, design_matrix, long_energy, prepare, search_delay
+from archline.measurement.attribute.prior import KernelPrior
+from archline.measurement.attribute.rows import (
+    LongCalls,
+    calls_in_span,
+    column_rows,
+    long_calls,
+    merge_intervals,
+    ordered_rows,
 )
-from archline.measurement.attribute.design import GAP_NAMES, design_matrix, long_energy, prepare, search_delay
-from archline.measurement.attribute.fit import block_bootstrap, fit_powers
-from archline.measurement.attribute.prior import KernelPrior, dominance
-from archline.measurement.attribute.prior_fit import fit_priors
-from archline.measurement.attribute.rows import exact_row, inside, limit_note, merge_intervals, overlap_s, row_note
-from archline.measurement.attribute.windows import BufferIntegral, EnergyWindows, buffer_windows, counter_windows
+from archline.measurement.attribute.windows import (
+    BufferIntegral,
+    EnergyWindows,
+    buffer_windows,
+    counter_windows,
+    traced_windows,
+)
 from archline.measurement.sensor_model import SensorModel
-from archline.records.attribution import AttributionResult, KernelRow, LongCall, RowMethod
+from archline.records.attribution import AttributionResult, KernelRow
 
 __all__ = ["GAP_NAMES", "AttributionOptions", "attribute_energy"]
 
@@ -131,6 +137,199 @@ def _buffer_model(opts: AttributionOptions, buf: Readings | None, notes: list[st
     return opts.buffer_model
 
 
+@dataclass(frozen=True)
+class _Span:
+    """The windows on the design's clock (s after ``t_ref``, delay-corrected) and the power samples against them.
+
+    ``keep``: the windows that enter the fit and the rows (``kept``: as intervals); ``scaled``: whether the
+    power samples were scaled to the energy counter (by ``scale``, agreeing within ``rel_sd`` per window).
+    """
+
+    w: EnergyWindows
+    t_ref: float
+    edges: F64
+    delay_s: float
+    delay_identified: bool
+    keep: NDArray[np.bool_]
+    kept: list[tuple[float, float]]
+    integral: BufferIntegral | None
+    scaled: bool
+    scale: float
+    rel_sd: float
+
+
+@dataclass(frozen=True)
+class _FitData:
+    """What the column fit sees: each column's busy time in the kept counter windows, and the windows it fits."""
+
+    col_time: F64
+    active: I64
+    x: F64
+    y_j: F64
+    source: str
+    mean_w: float
+
+
+def _power_samples(
+    recording: Recording, opts: AttributionOptions, t_ref: float
+) -> tuple[Readings | None, BufferIntegral | None, float]:
+    """The power buffer (corrected), its integral, and the shortest call integrated from it (inf without one)."""
+    buf = recording.get(opts.buffer_source)
+    if buf is not None and opts.power_correction is not None and len(buf) > 0:
+        buf = opts.power_correction(buf)
+    integral = BufferIntegral(buf, t_ref=t_ref) if buf is not None and len(buf) >= 2 else None
+    if integral is None:
+        long_min = math.inf
+    else:
+        long_min = opts.long_call_min_s if opts.long_call_min_s is not None else 10.0 * integral.period_s
+    return buf, integral, long_min
+
+
+def _counter_delay(
+    d: Design,
+    w: EnergyWindows,
+    edges0: F64,
+    integral: BufferIntegral | None,
+    opts: AttributionOptions,
+    notes: list[str],
+) -> tuple[float, bool]:
+    """The energy counter's delay (s) and whether the data identified it (a given delay counts as identified)."""
+    if opts.counter_delay_s is not None:
+        return float(opts.counter_delay_s), True
+    if len(w) >= 8:
+        delay, identified = search_delay(d, w, edges0, integral, opts.delay_range_s)
+        if not identified:
+            assumed_ms = opts.default_counter_delay_s * 1e3
+            notes.append(f"the sensor delay could not be estimated from this workload; assumed {assumed_ms:g} ms")
+            delay = opts.default_counter_delay_s
+        return delay, identified
+    return opts.default_counter_delay_s, False
+
+
+def _span(
+    recording: Recording,
+    activities: Sequence[ActivityRecord],
+    program_span: tuple[float, float] | None,
+    traced: Sequence[tuple[float, float]] | None,
+    opts: AttributionOptions,
+    notes: list[str],
+) -> tuple[_Span, Design, Readings | None, float]:
+    """Step 1: the windows, the design (with the shortest integrated call, s), the counter delay, the traced
+    windows and the power buffer's scale to the counter."""
+    w = _windows(recording, opts, notes)
+    t_ref = float(w.edges_s[0])
+    edges0 = w.edges_s - t_ref
+    buf, integral, long_min = _power_samples(recording, opts, t_ref)
+    margin = max(abs(opts.delay_range_s[0]), abs(opts.delay_range_s[1])) + 1.0
+    lo, hi = float(edges0[0]) - margin, float(edges0[-1]) + margin
+    d = prepare(activities, t_ref, lo, hi, program_span, long_min, opts.idle_gap_s)
+    if d.overlapping:
+        notes.append("some activities overlap (concurrent streams): their shared time is split equally among them")
+    delay, identified = _counter_delay(d, w, edges0, integral, opts, notes)
+    edges = edges0 - delay
+    if traced is None:
+        keep = np.ones(len(w), dtype=bool)
+    else:
+        keep = traced_windows(edges, traced, t_ref, opts.trace_settle_s, notes)
+    kept = merge_intervals(edges[:-1], edges[1:], keep)
+    # Power buffer vs counter: a scale for the integrated calls and the spread that sets their interval.
+    scaled = integral is not None and w.source != opts.buffer_source
+    scale, rel_sd = 1.0, math.nan
+    if integral is not None and scaled:
+        integral, scale, rel_sd = integral.scale_to(edges, w.energy_j.copy())
+        if abs(scale - 1.0) > 0.05:
+            notes.append(
+                f"the power samples and the energy counter disagree by {100 * (scale - 1):+.1f} % over the run"
+            )
+    span = _Span(w, t_ref, edges, delay, identified, keep, kept, integral, scaled, scale, rel_sd)
+    return span, d, buf, long_min
+
+
+def _fit_data(
+    d: Design, s: _Span, long_e: F64, buf: Readings | None, opts: AttributionOptions, notes: list[str]
+) -> _FitData:
+    """Step 2: the design matrix on the kept windows, its active columns, and which windows the fit uses."""
+    y = s.w.energy_j.copy()
+    x = design_matrix(d, s.edges)[s.keep]
+    y_short = (y - long_e.sum(axis=0))[s.keep]
+    col_time = x.sum(axis=0)
+    active = np.nonzero(col_time > 0)[0].astype(np.int64)
+    xa = x[:, active]
+    fit_windows = "counter"
+    model = _buffer_model(opts, buf, notes) if s.scaled else None
+    if opts.fit_source == "buffer" and s.integral is not None and model is not None:
+        xb, yb = buffer_design(d, s.integral, s.scale, s.kept, model=model)
+        if xb.shape[0] >= max(2 * len(y_short), active.size + 3):
+            xa, y_short, fit_windows = xb[:, active], yb, "buffer"
+            notes.append(f"kernel powers fitted on {xb.shape[0]} power-buffer windows, scaled to the energy counter")
+    elif opts.fit_source not in ("buffer", "counter"):
+        raise ValueError(f"unknown fit_source {opts.fit_source!r}")
+    span_s = float(sum(b - a for a, b in s.kept))
+    total_kept = float(y[s.keep].sum())
+    mean_w = total_kept / span_s if span_s > 0 else 0.0
+    return _FitData(col_time, active, xa, y_short, fit_windows, mean_w)
+
+
+def _fit(d: Design, data: _FitData, opts: AttributionOptions) -> ColumnFit:
+    """Step 3: pooled powers, then every column shrunk towards its pooled power (or prior) where the data are silent."""
+    return fit_columns(
+        d,
+        data.active,
+        data.x,
+        data.y_j,
+        data.mean_w,
+        priors=opts.priors or {},
+        prior_rel_sd=opts.prior_rel_sd,
+        prior_scale=opts.prior_scale,
+        power_limit_w=opts.power_limit_w,
+        confidence=opts.confidence,
+        ci_method=opts.ci_method,
+        n_bootstrap=opts.n_bootstrap,
+        seed=opts.seed,
+    )
+
+
+def _rows(
+    d: Design,
+    s: _Span,
+    data: _FitData,
+    cols: ColumnFit,
+    long_e: F64,
+    duty_cycled: bool,
+    opts: AttributionOptions,
+    notes: list[str],
+) -> tuple[tuple[KernelRow, ...], LongCalls, float]:
+    """Step 4: the rows with their energies, intervals, identifiability and notes; the integrated calls; the
+    time of work outside the span (s)."""
+    calls, clipped_s = calls_in_span(d, s.edges, s.kept, duty_cycled, notes)
+    period_s = s.integral.period_s if s.integral is not None else math.nan
+    long = long_calls(
+        d,
+        long_e,
+        s.keep,
+        s.kept,
+        period_s=period_s,
+        rel_sd=s.rel_sd,
+        n_windows=len(s.w),
+        wait_w=cols.wait_w,
+        duty_cycled=duty_cycled,
+    )
+    total_j = float(s.w.energy_j.sum())
+    rows = column_rows(
+        d,
+        data.col_time,
+        long,
+        calls,
+        cols,
+        total_j,
+        confidence=opts.confidence,
+        min_data_weight=opts.min_data_weight,
+        calibrated_max_rel_half=opts.calibrated_max_rel_half,
+        power_limit_w=opts.power_limit_w,
+    )
+    return ordered_rows(rows, s.w.energy_j, s.edges, s.keep, total_j, duty_cycled, notes), long, clipped_s
+
+
 def attribute_energy(
     recording: Recording,
     activities: Sequence[ActivityRecord],
@@ -155,287 +354,43 @@ def attribute_energy(
     """
     opts = options or AttributionOptions()
     notes: list[str] = []
-    w = _windows(recording, opts, notes)
-    t_ref = float(w.edges_s[0])
-    edges0 = w.edges_s - t_ref
-
-    buf = recording.get(opts.buffer_source)
-    if buf is not None and opts.power_correction is not None and len(buf) > 0:
-        buf = opts.power_correction(buf)
-    integral = BufferIntegral(buf, t_ref=t_ref) if buf is not None and len(buf) >= 2 else None
-    if opts.long_call_min_s is not None:
-        long_min = opts.long_call_min_s
-    elif integral is not None:
-        long_min = 10.0 * integral.period_s
-    else:
-        long_min = math.inf
-    if integral is None:
-        long_min = math.inf
-
-    margin = max(abs(opts.delay_range_s[0]), abs(opts.delay_range_s[1])) + 1.0
-    d = prepare(
-        activities,
-        t_ref,
-        float(edges0[0]) - margin,
-        float(edges0[-1]) + margin,
-        program_span,
-        long_min,
-        opts.idle_gap_s,
-    )
-    if d.overlapping:
-        notes.append("some activities overlap (concurrent streams): their shared time is split equally among them")
-
-    if opts.counter_delay_s is not None:
-        delay, identified = float(opts.counter_delay_s), True
-    elif len(w) >= 8:
-        delay, identified = search_delay(d, w, edges0, integral, opts.delay_range_s)
-        if not identified:
-            assumed_ms = opts.default_counter_delay_s * 1e3
-            notes.append(f"the sensor delay could not be estimated from this workload; assumed {assumed_ms:g} ms")
-            delay = opts.default_counter_delay_s
-    else:
-        delay, identified = opts.default_counter_delay_s, False
-    edges = edges0 - delay
-    y = w.energy_j.copy()
-    total_j = float(y.sum())
-    keep = np.ones(len(y), dtype=bool)
-    if traced is not None:
-        keep[:] = False
-        for a, b in traced:
-            a0, b0 = a - t_ref + opts.trace_settle_s, b - t_ref
-            keep |= (edges[:-1] >= a0) & (edges[1:] <= b0)
-        if int(keep.sum()) < 3:
-            raise TooLittleTracedError(
-                f"only {int(keep.sum())} of the energy counter's {len(y)} windows lie inside the traced "
-                "intervals; trace longer (a larger duty cycle or a longer program)"
-            )
-        notes.append(
-            f"duty-cycled tracing: {int(keep.sum())} of {len(y)} counter windows were traced and fitted; "
-            "per-kernel rows cover the traced time only"
-        )
-    kept = merge_intervals(edges[:-1], edges[1:], keep)
-
-    # Power buffer vs counter: a scale for the integrated calls and the spread that sets their interval.
-    scale, rel_sd = 1.0, math.nan
-    if integral is not None and w.source != opts.buffer_source:
-        integral = integral.fit_delay(edges, y)
-        b_w = np.diff(integral.cumulative(edges))
-        covered = (edges[:-1] >= integral.start_s) & (edges[1:] <= integral.end_s)
-        if covered.sum() >= 3 and b_w[covered].sum() > 0:
-            scale = float(y[covered].sum() / b_w[covered].sum())
-            rel = (scale * b_w[covered] - y[covered]) / np.maximum(y[covered], 1e-12)
-            rel_sd = float(1.4826 * np.median(np.abs(rel - np.median(rel))))
-            if abs(scale - 1.0) > 0.05:
-                notes.append(
-                    f"the power samples and the energy counter disagree by {100 * (scale - 1):+.1f} % over the run"
-                )
-    long_e = long_energy(d, edges, integral, scale)
-    y_short = y - long_e.sum(axis=0)
-
-    x = design_matrix(d, edges)[keep]
-    y_short = y_short[keep]
-    total_kept = float(y[keep].sum())
-    n_cols = len(d.col_names)
-    col_time = x.sum(axis=0)
-    active = np.nonzero(col_time > 0)[0].astype(np.int64)
-    xa = x[:, active]
-    fit_windows = "counter"
-    model = _buffer_model(opts, buf, notes) if integral is not None and w.source != opts.buffer_source else None
-    if opts.fit_source == "buffer" and integral is not None and model is not None:
-        xb, yb = buffer_design(d, integral, scale, kept, model=model)
-        if xb.shape[0] >= max(2 * len(y_short), active.size + 3):
-            xa, y_short, fit_windows = xb[:, active], yb, "buffer"
-            notes.append(f"kernel powers fitted on {xb.shape[0]} power-buffer windows, scaled to the energy counter")
-    elif opts.fit_source not in ("buffer", "counter"):
-        raise ValueError(f"unknown fit_source {opts.fit_source!r}")
-
-    # Stage 1: pooled busy / gap / idle powers, weakly anchored at the run's mean power.
-    span_s = float(sum(b - a for a, b in kept))
-    mean_p = total_kept / span_s if span_s > 0 else 0.0
-    n_par = 4
-    m = np.zeros((active.size, n_par))
-    m[np.arange(active.size), d.col_parent[active]] = 1.0
-    x1 = xa @ m
-    used_par = np.nonzero(x1.sum(axis=0) > 0)[0]
-    fit1 = fit_powers(
-        x1[:, used_par], y_short, np.full(used_par.size, mean_p), np.full(used_par.size, max(mean_p, 1.0))
-    )
-    par_p = np.full(n_par, mean_p)
-    par_se = np.full(n_par, mean_p)
-    par_p[used_par] = fit1.power_w
-    par_se[used_par] = fit1.se_w
-    if np.any(used_par == 2) and np.any(used_par == 1) and par_p[1] < par_p[2]:
-        # One pooled busy power misfits a loop whose phases differ in power; the GPU waiting inside the
-        # program never draws less than idle, so the gaps' prior starts there.
-        par_p[1], par_se[1] = par_p[2], max(par_se[1], par_p[2] - par_p[1])
-    if np.any(used_par == 2) and np.any(used_par == 3) and par_p[3] < par_p[2]:
-        par_p[3], par_se[3] = par_p[2], max(par_se[3], par_p[2] - par_p[3])
-
-    # Stage 2: every column, shrunk towards its pooled power where the data are silent.
-    pm = par_p[d.col_parent[active]]
-    floor = 0.05 * max(mean_p, 1.0)
-    psd = np.sqrt((opts.prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
-    psd = np.maximum(psd, floor)
-    pm, psd, prior_src = prior_arrays(d, active, pm, psd, opts.priors or {})
-    ctx = prior_context_spread(d, active, opts.priors or {})
-    pm, psd, scale_fits = fit_priors(opts.prior_scale, xa, y_short, pm, psd, prior_src, context_rel_sd=ctx)
-    notes += [f.note() for f in scale_fits]
-    calibrated = {f.source for f in scale_fits if f.calibrated}
-    upper = power_bounds(d, active, opts.power_limit_w)
-    fit = fit_powers(xa, y_short, pm, psd, upper_w=upper)
-    at_limit = np.zeros(n_cols, bool)
-    at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
-    src_of = dict(zip(active.tolist(), prior_src, strict=True))
-    tq = fit.t_quantile(opts.confidence)
-    p_lo = fit.power_w - tq * fit.se_w
-    p_hi = fit.power_w + tq * fit.se_w
-    if opts.ci_method == "bootstrap":
-        boot = block_bootstrap(xa, y_short, fit, pm, n_boot=opts.n_bootstrap, seed=opts.seed, upper_w=upper)
-        alpha = (1.0 - opts.confidence) / 2.0
-        p_lo = np.quantile(boot, alpha, axis=0)
-        p_hi = np.quantile(boot, 1.0 - alpha, axis=0)
-    elif opts.ci_method != "covariance":
-        raise ValueError(f"unknown ci_method {opts.ci_method!r}")
-
-    power = np.full(n_cols, math.nan)
-    lo_w = np.full(n_cols, math.nan)
-    hi_w = np.full(n_cols, math.nan)
-    weight = np.zeros(n_cols)
-    power[active], lo_w[active], hi_w[active], weight[active] = fit.power_w, p_lo, p_hi, fit.data_weight
-
-    # Calls and time per column inside the span.
-    span_lo, span_hi = float(edges[0]), float(edges[-1])
-    if traced is None:
-        in_span = (d.act_e > span_lo) & (d.act_s < span_hi)
-        g_in = (d.gap_e > span_lo) & (d.gap_s < span_hi)
-    else:
-        in_span = inside(0.5 * (d.act_s + d.act_e), kept)
-        g_in = inside(0.5 * (d.gap_s + d.gap_e), kept)
-    calls = np.bincount(d.act_col[in_span], minlength=n_cols)
-    calls += np.bincount(d.gap_col[g_in], minlength=n_cols)
-    outside = np.clip(np.minimum(d.act_e, span_lo) - d.act_s, 0, None) + np.clip(
-        d.act_e - np.maximum(d.act_s, span_hi), 0, None
-    )
-    clipped_s = float(np.sum(np.minimum(outside, d.act_e - d.act_s)))
-    if clipped_s > 0:
-        notes.append(
-            f"{clipped_s * 1e3:.3g} ms of GPU work ran outside the energy counter's coverage and is not in the table"
-        )
-
-    long_time = np.zeros(n_cols)
-    long_j = np.zeros(n_cols)
-    long_var = np.zeros(n_cols)
-    long_calls: list[LongCall] = []
-    period = integral.period_s if integral is not None else math.nan
-    z = float(stats.norm.ppf(0.5 + opts.confidence / 2.0))
-    rs = rel_sd if math.isfinite(rel_sd) else 0.03
-    n_cov = max(len(w), 1)
-    for j, i in enumerate(d.long_idx):
-        c = int(d.act_col[i])
-        e_j = float(long_e[j][keep].sum())
-        t_in = overlap_s(float(d.act_s[i]), float(d.act_e[i]), kept) * float(d.long_share[j])
-        long_time[c] += t_in
-        long_j[c] += e_j
-        dur_i = float(d.act_e[i] - d.act_s[i])
-        rel = math.hypot(rs * math.sqrt(period / max(dur_i, period)), rs / math.sqrt(n_cov))
-        # The sample straddling each end of the call may cover only part of its period: allow
-        # a quarter period of the step in power at either end.
-        step_w = abs(e_j / max(t_in, 1e-12) - par_p[1 if np.any(used_par == 1) else 2]) if t_in > 0 else 0.0
-        long_var[c] += (rel * e_j) ** 2 + 2.0 * (0.25 * period * step_w) ** 2
-        if t_in > 0 or traced is None:
-            long_calls.append(LongCall(d.col_names[c], float(d.act_s[i] + t_ref), float(d.act_e[i] + t_ref), e_j))
-
-    rows: list[KernelRow] = []
-    for k in range(n_cols):
-        t_short = float(col_time[k])
-        t_all = t_short + long_time[k]
-        if t_all <= 0 and calls[k] == 0:
-            continue
-        p = power[k] if t_short > 0 else 0.0
-        e_short = p * t_short
-        e = e_short + long_j[k]
-        half_short_lo = (p - lo_w[k]) * t_short if t_short > 0 else 0.0
-        half_short_hi = (hi_w[k] - p) * t_short if t_short > 0 else 0.0
-        half_long = z * math.sqrt(long_var[k])
-        e_lo = max(e - math.hypot(half_short_lo, half_long), 0.0)
-        e_hi = e + math.hypot(half_short_hi, half_long)
-        method: RowMethod = "regression" if long_time[k] == 0 else ("integrated" if t_short == 0 else "mixed")
-        identifiable = bool(t_short == 0 or weight[k] >= opts.min_data_weight)
-        note = "" if identifiable else row_note(k, d.col_names, fit, active, src_of.get(k, "default"))
-        if not identifiable and src_of.get(k) in calibrated and e > 0:
-            # A prior calibrated on these windows is evidence too: narrow enough, the row is identified.
-            half = max(e - e_lo, e_hi - e) / e
-            if half <= opts.calibrated_max_rel_half:
-                identifiable = True
-                note = f"identified by its {src_of[k]} prior, calibrated on this run's windows (±{100 * half:.0f} %)"
-        over = limit_note(opts.power_limit_w, bool(at_limit[k]), e / t_all if t_all > 0 else math.nan)
-        if over:
-            identifiable, note = False, over
-        rows.append(
-            KernelRow(
-                name=d.col_names[k],
-                kind=d.col_kinds[k],
-                calls=int(calls[k]),
-                time_s=t_all,
-                energy_j=e,
-                energy_lo_j=e_lo,
-                energy_hi_j=e_hi,
-                share=e / total_j if total_j else math.nan,
-                mean_power_w=e / t_all if t_all > 0 else math.nan,
-                power_lo_w=e_lo / t_all if t_all > 0 else math.nan,
-                power_hi_w=e_hi / t_all if t_all > 0 else math.nan,
-                method=method,
-                identifiable=identifiable,
-                data_weight=float(weight[k]) if t_short > 0 else 1.0,
-                note=note,
-                dominated_by=dominance(float(weight[k]) if t_short > 0 else 1.0),
-            )
-        )
-    residual = total_kept - sum(r.energy_j for r in rows)
-    if traced is not None:
-        lo_e, hi_e = edges[:-1], edges[1:]
-        untraced_s = float(np.sum((hi_e - lo_e)[~keep]))
-        rows.append(exact_row("untraced", float(y[~keep].sum()), total_j, "counter", untraced_s))
-    rows.append(exact_row("residual", residual, total_j, "residual"))
-    act_rows = sorted(
-        (r for r in rows if r.kind in ("kernel", "memcpy", "memset", "program")), key=lambda r: -r.energy_j
-    )
-    other = [r for r in rows if r.kind not in ("kernel", "memcpy", "memset", "program")]
-    whole = bool(activities) and all(a.kind == "program" for a in activities)
-    n_unident = sum(1 for r in act_rows if not r.identifiable)
-    if n_unident:
-        notes.append(f"{n_unident} row(s) not identifiable from this run; their energies lean on their priors")
+    s, d, buf, long_min = _span(recording, activities, program_span, traced, opts, notes)
+    long_e = long_energy(d, s.edges, s.integral, s.scale)
+    data = _fit_data(d, s, long_e, buf, opts, notes)
+    cols = _fit(d, data, opts)
+    notes += [f.note() for f in cols.scale_fits]
+    rows, long, clipped_s = _rows(d, s, data, cols, long_e, traced is not None, opts, notes)
     return AttributionResult(
-        rows=tuple(act_rows + other),
-        total_energy_j=total_j,
-        span_start_s=span_lo + t_ref,
-        span_end_s=span_hi + t_ref,
-        window_source=w.source,
-        windows=len(w),
-        window_period_s=w.period_s,
-        counter_delay_s=delay,
-        delay_identified=identified,
-        residual_rms_j=float(fit.sigma_j),
+        rows=rows,
+        total_energy_j=float(s.w.energy_j.sum()),
+        span_start_s=float(s.edges[0]) + s.t_ref,
+        span_end_s=float(s.edges[-1]) + s.t_ref,
+        window_source=s.w.source,
+        windows=len(s.w),
+        window_period_s=s.w.period_s,
+        counter_delay_s=s.delay_s,
+        delay_identified=s.delay_identified,
+        residual_rms_j=float(cols.fit.sigma_j),
         confidence=opts.confidence,
         ci_method=opts.ci_method,
         long_call_min_s=long_min,
         idle_gap_s=opts.idle_gap_s,
-        buffer_scale=scale if integral is not None and w.source != opts.buffer_source else None,
-        buffer_delay_s=integral.delay_s if integral is not None else None,
-        buffer_rel_sd=rel_sd if math.isfinite(rel_sd) else None,
+        buffer_scale=s.scale if s.scaled else None,
+        buffer_delay_s=s.integral.delay_s if s.integral is not None else None,
+        buffer_rel_sd=s.rel_sd if math.isfinite(s.rel_sd) else None,
         clipped_time_s=clipped_s,
-        whole_program_only=whole,
+        whole_program_only=bool(activities) and all(a.kind == "program" for a in activities),
         notes=tuple(notes),
-        long_calls=tuple(long_calls),
+        long_calls=tuple(long.calls),
         extra={
-            "pooled_power_w": {n: float(par_p[i]) for i, n in enumerate(("busy", "gaps", "idle"))},
-            "counter_regular": w.regular,
-            "counter_jitter_s": w.jitter_s,
-            "fit_windows": fit_windows,
-            "fit_window_count": int(xa.shape[0]),
+            "pooled_power_w": {n: float(cols.pooled_w[i]) for i, n in enumerate(("busy", "gaps", "idle"))},
+            "counter_regular": s.w.regular,
+            "counter_jitter_s": s.w.jitter_s,
+            "fit_windows": data.source,
+            "fit_window_count": int(data.x.shape[0]),
             "power_limit_w": opts.power_limit_w,
-            "priors": {d.col_names[k]: s_ for k, s_ in src_of.items() if s_ != "default"},
+            "priors": {d.col_names[k]: s_ for k, s_ in cols.prior_source.items() if s_ != "default"},
             "prior_scale": opts.prior_scale,
-            "prior_fit": {f.source: f.to_json() for f in scale_fits},
+            "prior_fit": {f.source: f.to_json() for f in cols.scale_fits},
         },
     )

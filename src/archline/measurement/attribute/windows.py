@@ -1,15 +1,16 @@
-"""Energy windows from the sensors and the busy time of each activity inside each window."""
+"""Energy windows from the sensors (those traced, the power buffer's scale to them) and each activity's busy time."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from archline.core.readings import Readings
-from archline.errors import SensorError
+from archline.errors import SensorError, TooLittleTracedError
 
 __all__ = [
     "BufferIntegral",
@@ -18,6 +19,7 @@ __all__ = [
     "buffer_windows",
     "counter_windows",
     "gap_intervals",
+    "traced_windows",
     "window_overlap",
 ]
 
@@ -165,6 +167,20 @@ class BufferIntegral:
                 best, best_err = cand, err
         return best
 
+    def scale_to(self, edges_s: F64, energy_j: F64) -> tuple[BufferIntegral, float, float]:
+        """The buffer shifted to windows of known energy (:meth:`fit_delay`), the scale that makes it agree with
+        them over the run (1 where too few are covered) and the robust relative spread per window (NaN then)."""
+        scale, rel_sd = 1.0, math.nan
+        integral = self.fit_delay(edges_s, energy_j)
+        b_w = np.diff(integral.cumulative(edges_s))
+        covered = (edges_s[:-1] >= integral.start_s) & (edges_s[1:] <= integral.end_s)
+        if covered.sum() >= 3 and b_w[covered].sum() > 0:
+            y = energy_j[covered]
+            scale = float(y.sum() / b_w[covered].sum())
+            rel = (scale * b_w[covered] - y) / np.maximum(y, 1e-12)
+            rel_sd = float(1.4826 * np.median(np.abs(rel - np.median(rel))))
+        return integral, scale, rel_sd
+
 
 class Coverage:
     """How many activities run at each instant; ``effective(a, b)`` is ∫ 1/count over [a, b].
@@ -215,6 +231,26 @@ def gap_intervals(cov: Coverage, lo_s: float, hi_s: float) -> tuple[F64, F64]:
     ge = np.clip(ge, lo_s, hi_s)
     keep = ge > gs
     return gs[keep], ge[keep]
+
+
+def traced_windows(
+    edges_s: F64, traced: Sequence[tuple[float, float]], t_ref: float, settle_s: float, notes: list[str]
+) -> NDArray[np.bool_]:
+    """The windows (relative to ``t_ref``) inside the traced intervals (host clock), ``settle_s`` after each start."""
+    keep = np.zeros(len(edges_s) - 1, dtype=bool)
+    for a, b in traced:
+        a0, b0 = a - t_ref + settle_s, b - t_ref
+        keep |= (edges_s[:-1] >= a0) & (edges_s[1:] <= b0)
+    if int(keep.sum()) < 3:
+        raise TooLittleTracedError(
+            f"only {int(keep.sum())} of the energy counter's {len(keep)} windows lie inside the traced "
+            "intervals; trace longer (a larger duty cycle or a longer program)"
+        )
+    notes.append(
+        f"duty-cycled tracing: {int(keep.sum())} of {len(keep)} counter windows were traced and fitted; "
+        "per-kernel rows cover the traced time only"
+    )
+    return keep
 
 
 def window_overlap(

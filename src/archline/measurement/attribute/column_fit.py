@@ -1,0 +1,142 @@
+"""The two-stage power fit of an attribution: pooled busy/gap/idle powers, then each column's power with its prior."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from archline.measurement.attribute.buffer_fit import power_bounds, prior_arrays, prior_context_spread
+from archline.measurement.attribute.design import Design
+from archline.measurement.attribute.fit import PowerFit, block_bootstrap, fit_powers
+from archline.measurement.attribute.prior import KernelPrior
+from archline.measurement.attribute.prior_fit import ScaleFit, fit_priors
+
+__all__ = ["ColumnFit", "fit_columns"]
+
+F64 = NDArray[np.float64]
+I64 = NDArray[np.int64]
+
+#: The pooled powers of stage 1, indexed by :attr:`Design.col_parent`: busy, gaps inside the program, idle
+#: before/after it, launch gaps.
+N_POOLED = 4
+
+
+@dataclass(frozen=True)
+class ColumnFit:
+    """Every column's fitted power (W) with its interval, NaN where it has no short-call time (``active``: the rest).
+
+    ``pooled_w``: stage 1's powers (:data:`N_POOLED`); ``wait_w``: the pooled power the GPU draws between
+    calls (the gaps', else idle). ``prior_source`` names each active column's prior; ``calibrated`` the sources
+    whose priors were calibrated on the run's windows (``scale_fits``).
+    """
+
+    fit: PowerFit
+    active: I64
+    pooled_w: F64
+    wait_w: float
+    power_w: F64
+    lo_w: F64
+    hi_w: F64
+    data_weight: F64
+    at_limit: NDArray[np.bool_]
+    prior_source: dict[int, str]
+    calibrated: set[str]
+    scale_fits: list[ScaleFit]
+
+
+def _pooled(d: Design, active: I64, x: F64, y_j: F64, mean_w: float) -> tuple[F64, F64, float]:
+    """Stage 1: pooled powers and their standard errors, weakly anchored at the run's mean power; and ``wait_w``."""
+    m = np.zeros((active.size, N_POOLED))
+    m[np.arange(active.size), d.col_parent[active]] = 1.0
+    x1 = x @ m
+    used_par = np.nonzero(x1.sum(axis=0) > 0)[0]
+    fit1 = fit_powers(x1[:, used_par], y_j, np.full(used_par.size, mean_w), np.full(used_par.size, max(mean_w, 1.0)))
+    par_p = np.full(N_POOLED, mean_w)
+    par_se = np.full(N_POOLED, mean_w)
+    par_p[used_par] = fit1.power_w
+    par_se[used_par] = fit1.se_w
+    if np.any(used_par == 2) and np.any(used_par == 1) and par_p[1] < par_p[2]:
+        # One pooled busy power misfits a loop whose phases differ in power; the GPU waiting inside the
+        # program never draws less than idle, so the gaps' prior starts there.
+        par_p[1], par_se[1] = par_p[2], max(par_se[1], par_p[2] - par_p[1])
+    if np.any(used_par == 2) and np.any(used_par == 3) and par_p[3] < par_p[2]:
+        par_p[3], par_se[3] = par_p[2], max(par_se[3], par_p[2] - par_p[3])
+    return par_p, par_se, float(par_p[1 if np.any(used_par == 1) else 2])
+
+
+def _intervals(
+    x: F64, y_j: F64, fit: PowerFit, pm: F64, upper: F64, confidence: float, ci_method: str, n_bootstrap: int, seed: int
+) -> tuple[F64, F64]:
+    """Each active column's power interval (W) at ``confidence``: from the fit's covariance, or a block bootstrap."""
+    tq = fit.t_quantile(confidence)
+    p_lo = fit.power_w - tq * fit.se_w
+    p_hi = fit.power_w + tq * fit.se_w
+    if ci_method == "bootstrap":
+        boot = block_bootstrap(x, y_j, fit, pm, n_boot=n_bootstrap, seed=seed, upper_w=upper)
+        alpha = (1.0 - confidence) / 2.0
+        p_lo = np.quantile(boot, alpha, axis=0)
+        p_hi = np.quantile(boot, 1.0 - alpha, axis=0)
+    elif ci_method != "covariance":
+        raise ValueError(f"unknown ci_method {ci_method!r}")
+    return p_lo, p_hi
+
+
+def fit_columns(
+    d: Design,
+    active: I64,
+    x: F64,
+    y_j: F64,
+    mean_w: float,
+    *,
+    priors: Mapping[str, KernelPrior],
+    prior_rel_sd: float,
+    prior_scale: str,
+    power_limit_w: float | None,
+    confidence: float,
+    ci_method: str,
+    n_bootstrap: int,
+    seed: int,
+) -> ColumnFit:
+    """Fit the ``active`` columns' powers to the window energies ``y_j`` on their busy times ``x``.
+
+    Stage 2 shrinks every column towards its pooled power (or its prior from ``priors``) where the data are
+    silent; ``ci_method`` (``covariance`` or ``bootstrap``) sets the intervals at ``confidence``.
+    """
+    par_p, par_se, wait_w = _pooled(d, active, x, y_j, mean_w)
+    n_cols = len(d.col_names)
+    pm = par_p[d.col_parent[active]]
+    floor = 0.05 * max(mean_w, 1.0)
+    psd = np.sqrt((prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
+    psd = np.maximum(psd, floor)
+    pm, psd, prior_src = prior_arrays(d, active, pm, psd, priors)
+    ctx = prior_context_spread(d, active, priors)
+    pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx)
+    upper = power_bounds(d, active, power_limit_w)
+    fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
+    at_limit = np.zeros(n_cols, bool)
+    at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
+    p_lo, p_hi = _intervals(x, y_j, fit, pm, upper, confidence, ci_method, n_bootstrap, seed)
+
+    power = np.full(n_cols, math.nan)
+    lo_w = np.full(n_cols, math.nan)
+    hi_w = np.full(n_cols, math.nan)
+    weight = np.zeros(n_cols)
+    power[active], lo_w[active], hi_w[active], weight[active] = fit.power_w, p_lo, p_hi, fit.data_weight
+    return ColumnFit(
+        fit=fit,
+        active=active,
+        pooled_w=par_p,
+        wait_w=wait_w,
+        power_w=power,
+        lo_w=lo_w,
+        hi_w=hi_w,
+        data_weight=weight,
+        at_limit=at_limit,
+        prior_source=dict(zip(active.tolist(), prior_src, strict=True)),
+        calibrated={f.source for f in scale_fits if f.calibrated},
+        scale_fits=scale_fits,
+    )
