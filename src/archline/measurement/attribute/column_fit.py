@@ -64,6 +64,8 @@ def _pooled(d: Design, active: I64, x: F64, y_j: F64, mean_w: float) -> tuple[F6
         # program never draws less than idle, so the gaps' prior starts there.
         par_p[1], par_se[1] = par_p[2], max(par_se[1], par_p[2] - par_p[1])
     if np.any(used_par == 2) and np.any(used_par == 3) and par_p[3] < par_p[2]:
+        # Launch gaps (shorter than idle_gap_s) have a pool of their own since session 8: pooled with the long
+        # gaps, whose idle power dominates, they could not show a higher power; never below idle either.
         par_p[3], par_se[3] = par_p[2], max(par_se[3], par_p[2] - par_p[3])
     return par_p, par_se, float(par_p[1 if np.any(used_par == 1) else 2])
 
