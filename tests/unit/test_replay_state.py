@@ -58,12 +58,15 @@ class Unguarded(PoisonedGPU):
 
 def test_the_whole_step_is_measured_on_clean_data_when_the_state_is_restored() -> None:
     gpu = PoisonedGPU(NODES)
-    measure = functools.partial(measure_on(gpu), between=gpu.restore_state)
+    between: list[bool] = []
+    measure = functools.partial(measure_on(gpu), between=lambda: between.append(gpu.restore_state()))
     res = replay_energy(gpu, measure, gpu.clock, top=2, marginal=False)
     truth = gpu.truth_j(range(len(NODES)))
     assert res.step_energy_j == pytest.approx(truth, rel=0.03)
-    # restored before each timing and measurement, and after each repetition inside a measurement
-    assert gpu.restores > 2 * len(NODES)
+    # after each repetition of each measurement (whole step, two groups alone, the rest, the copy alone)...
+    assert len(between) >= 2 * 5
+    # ...and besides, before each timing (the base and three groups) and each of the four trials measured
+    assert gpu.restores == len(between) + 4 + 4
 
 
 def test_without_a_state_the_step_is_measured_poisoned() -> None:
