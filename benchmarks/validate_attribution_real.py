@@ -285,9 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--design", default="auto", help="replay's randomized design: N configurations, auto, or none (isolated only)"
     )
     ap.add_argument("--design-budget-s", type=float, default=240.0, help="time the design may take per workload")
-    ap.add_argument("--design-kind", choices=("halves", "prefix"), default="halves",
+    ap.add_argument("--design-kind", choices=("halves", "prefix"), default="prefix",
                     help="random halves of the groups, or random prefixes of the step (no kernel runs without the "
-                    "ones before it: unbiased, but too imprecise on simulated steps; benchmarks/design_sim.py)",
+                    "ones before it; chosen on benchmarks/design_sim.py before a GPU run scored it, docs/replay.md)",
                     )  # fmt: skip
     a = ap.parse_args(argv)
     if a.loop:
