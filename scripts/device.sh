@@ -15,7 +15,7 @@
 #   replay          benchmarks/validate_replay.py (graph replay of a ResNet-50 step, bf16 channels_last, batch 64,
 #                   and a transformer step; 2 runs each for reproducibility; each workload in a child process,
 #                   restarted without a group whose replay loses the context; ~3.5 min on an H100)
-#   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops: replay with its
+#   attribution     benchmarks/validate_attribution_real.py (per-kernel energy of real loops: replay with its prefix
 #                   randomized design, ~4 min a workload, then archline run with its priors; ~10 min in all)
 #   tensor          archline characterize --only tensor --only operand.ffma --only lat (tensor cores,
 #                   operand data, pointer-chase latency)
