@@ -56,8 +56,8 @@ def simulate(
     seq = np.concatenate([rng.permutation(groups) for _ in range(ROUNDS)])
     cols = [list(np.nonzero(seq == g)[0]) for g in range(groups)]
     c0 = 0.030
-    if kind == "prefix":
-        x, enabled = prefix_rows(cols, configs, rng)
+    if kind.startswith("prefix"):
+        x, enabled = prefix_rows(cols, configs, rng, choose="random" if kind == "prefix-random" else "d-optimal")
         on_nodes = [np.ones(seq.size, bool), np.zeros(seq.size, bool)]
         for nodes in enabled:
             m = np.zeros(seq.size, bool)
@@ -99,7 +99,8 @@ def main() -> int:
     a = ap.parse_args()
     print(f"{a.groups} groups, {a.configs} configurations, {a.seeds} simulated steps each; medians over steps")
     print(f"{'design':>12} {'corr':>5} {'bias':>7} {'≤15 %':>7} {'ρ̂':>6} {'ρ_up':>6} {'±15 %':>7} {'cover':>6}")
-    kinds = [(f"halves {p:.2f}", "halves", p) for p in a.p_on] + [("prefix", "prefix", 0.5)]
+    kinds = [(f"halves {p:.2f}", "halves", p) for p in a.p_on]
+    kinds += [("prefix rand", "prefix-random", 0.5), ("prefix D-opt", "prefix", 0.5)]
     for label, kind, p in kinds:
         for c in a.corruption:
             runs = [simulate(a.groups, a.configs, p, c, s, kind) for s in range(a.seeds)]

@@ -95,3 +95,19 @@ def test_a_prefix_design_needs_two_nodes_and_says_so() -> None:
     gpu = FakeGraphGPU([FakeNode("only", 0.002, 400.0)], fixed_s=FIXED_S, fixed_w=FIXED_W)
     res = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=1, marginal=False, design=10, design_kind="prefix")
     assert res.design is None and any("at least two nodes" in n for n in res.notes)
+
+
+def test_d_optimal_cuts_carry_more_information_than_random_ones() -> None:
+    cols = [list(range(g, 48, 8)) for g in range(8)]  # 8 groups, 6 layers each
+    x_d, en_d = prefix_rows(cols, 30, np.random.default_rng(1))
+    x_r, _ = prefix_rows(cols, 30, np.random.default_rng(1), choose="random")
+
+    def logdet(x: np.ndarray) -> float:  # the weighted information of the fit's model, noise relative to E
+        a = np.hstack([np.ones((x.shape[0], 1)), x])
+        w = 1.0 / (0.02 + x.mean(axis=1)) ** 2
+        return float(np.linalg.slogdet((a * w[:, None]).T @ a)[1])
+
+    assert logdet(x_d) > logdet(x_r)
+    assert len({len(on) for on in en_d}) == len(en_d)  # distinct cuts while there are enough
+    with pytest.raises(ValueError, match="way of choosing cuts"):
+        prefix_rows(cols, 30, np.random.default_rng(1), choose="best")

@@ -196,14 +196,41 @@ def _times(x: Array, times_s: Sequence[float]) -> list[float]:
     return [float(b) for b in beta[1:]]
 
 
-def prefix_rows(cols: Sequence[Sequence[int]], n: int, rng: np.random.Generator) -> tuple[Array, list[list[int]]]:
+def _d_optimal(cand: Array, weight: Array, first: Array, first_w: Array, m: int) -> list[int]:
+    """Greedy D-optimal choice of ``m`` rows of ``cand`` (model rows ``[1, shares]``, weights ``weight``) to add
+    to ``first``: each pick maximises ``w aᵀ M⁻¹ a``, the information matrix ``M`` updated by Sherman–Morrison.
+    A row is picked again only once every row has been."""
+    p = cand.shape[1]
+    info = (first * first_w[:, None]).T @ first + 1e-9 * np.eye(p)
+    inv = np.linalg.inv(info)
+    used = np.zeros(cand.shape[0], bool)
+    picks: list[int] = []
+    for _ in range(m):
+        gain = weight * np.einsum("ij,jk,ik->i", cand, inv, cand)
+        if used.all():
+            used[:] = False
+        gain[used] = -np.inf
+        k = int(np.argmax(gain))
+        a = cand[k]
+        ia = inv @ a
+        inv -= weight[k] * np.outer(ia, ia) / (1.0 + weight[k] * float(a @ ia))
+        used[k] = True
+        picks.append(k)
+    return picks
+
+
+def prefix_rows(
+    cols: Sequence[Sequence[int]], n: int, rng: np.random.Generator, choose: str = "d-optimal"
+) -> tuple[Array, list[list[int]]]:
     """A prefix design of ``n`` configurations over the factors ``cols`` (node indices): rows 0 and 1 the whole
     step and none, then ``n − 2`` random cuts of the step in capture order, each enabling every factor node
     before the cut. Node indices follow a topological order of the graph (graph_nodes._launch_order), so
     every node's producers come before it: no enabled factor kernel reads what a switched-off one should have
     written (the base, memsets and pinned groups, runs in every replay, after the cut too). A row holds each
-    factor's share
-    of its nodes enabled, so the fit's coefficients are still each factor's energy in the whole step."""
+    factor's share of its nodes enabled, so the fit's coefficients are still each factor's energy in the whole
+    step. ``choose``: the cuts at random, or (``d-optimal``, the default) greedily for the most information,
+    each weighted by 1/E² for a measurement whose noise is relative to its energy E, taken as the step's
+    fixed cost (2 %) plus the prefix's share of the nodes."""
     order = sorted(i for idx in cols for i in idx)
     if len(order) < 2:
         raise ValueError("a prefix design needs at least two nodes to cut between")
@@ -211,12 +238,26 @@ def prefix_rows(cols: Sequence[Sequence[int]], n: int, rng: np.random.Generator)
     size = np.array([len(idx) for idx in cols], np.float64)
     m = n - 2
     # cuts up to the whole step: the last node is then seen in more configurations than the whole step's
-    cuts = rng.choice(np.arange(1, len(order) + 1), size=m, replace=m > len(order))
+    every = np.arange(1, len(order) + 1)
+    shares = np.zeros((every.size, len(cols)), np.float64)
+    for j, idx in enumerate(cols):
+        for i in idx:
+            shares[pos[i] :, j] += 1.0 / size[j]  # the cut after position pos[i] includes node i
+    if choose == "random":
+        cuts = rng.choice(every, size=m, replace=m > len(order))
+    elif choose == "d-optimal":
+        ones = np.ones((every.size, 1))
+        weight = 1.0 / (0.02 + every / every.size) ** 2
+        first = np.vstack([np.ones(len(cols) + 1), np.r_[1.0, np.zeros(len(cols))]])
+        picks = _d_optimal(np.hstack([ones, shares]), weight, first, np.array([1.0, 1.0 / 0.02**2]), m)
+        cuts = every[rng.permutation(np.asarray(picks))]  # measured in random order
+    else:
+        raise ValueError(f"unknown way of choosing cuts {choose!r} (random or d-optimal)")
     x = np.zeros((n, len(cols)), np.float64)
     x[0] = 1.0
     enabled: list[list[int]] = []
     for r, cut in enumerate(cuts, start=2):
-        x[r] = [sum(1 for i in idx if pos[i] < cut) for idx in cols] / size
+        x[r] = shares[int(cut) - 1]
         enabled.append(order[: int(cut)])
     return x, enabled
 
