@@ -37,7 +37,9 @@ def _run() -> SimRun:
     return steady_loop(spec, seed=0)
 
 
-def _design_priors(run: SimRun, *, interaction: float, seed: int) -> tuple[dict[str, KernelPrior], dict[str, float]]:
+def _design_priors(
+    run: SimRun, *, interaction: float, seed: int, kind: str = "halves"
+) -> tuple[dict[str, KernelPrior], dict[str, float]]:
     """A design replay of the step on the fake GPU whose nodes are the run's calls (pairwise ±``interaction``)."""
     nodes = []
     for k in KERNELS:
@@ -48,7 +50,7 @@ def _design_priors(run: SimRun, *, interaction: float, seed: int) -> tuple[dict[
     pairs = {i: (int((i + 1 + rng.integers(0, n - 1)) % n), float(rng.choice([-1, 1]) * interaction)) for i in range(n)}
     gpu = FakeGraphGPU(nodes, fixed_s=0.002, fixed_w=100.0, interactions=pairs if interaction else None)
     res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.003, seed=seed), gpu.clock, top=3, marginal=False,
-                        design="auto", design_seed=seed)  # fmt: skip
+                        design="auto", design_seed=seed, design_kind=kind)  # fmt: skip
     assert res.design is not None
     return priors_from_replay(res), dict(res.design)
 
@@ -106,3 +108,13 @@ def test_design_priors_of_another_program_are_not_taken_on_trust_where_the_windo
         t = phased.truth_energy_j[r.name]
         half = 0.5 * (r.energy_hi_j - r.energy_lo_j)
         assert r.energy_lo_j - 0.1 * half <= t <= r.energy_hi_j + 0.1 * half, r.name
+
+
+def test_prefix_design_priors_also_make_the_steady_loop_identifiable() -> None:
+    run = _run()
+    priors, design = _design_priors(run, interaction=0.0, seed=3, kind="prefix")
+    assert design["kind"] == "prefix" and set(priors) == {k.name for k in KERNELS}
+    res = _attribute(run, priors)
+    assert _share(res) >= 0.8, [(r.name, round(_half(r), 3), r.identifiable) for r in res.kernels]
+    hits = [r.energy_lo_j <= run.truth_energy_j[r.name] <= r.energy_hi_j for r in res.kernels]
+    assert sum(hits) >= 0.9 * len(hits)
