@@ -20,6 +20,19 @@ for i in range(64):
 """
 
 
+def _script_and_replay(tmp_path: Path) -> tuple[Path, Path]:
+    """The traced program, and a replay directory whose one group is its hot kernel (2 J per step, σ 0.02 J)."""
+    script = tmp_path / "prog.py"
+    script.write_text(SCRIPT)
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "replay.csv").write_text(
+        "group,kind,nodes_per_step,time_s,energy_j,energy_sigma_j,mean_power_w,marginal_j,marginal_sigma_j\n"
+        "hot_kernel,kernel,1,0.005,2.0,0.02,400,,\n"
+    )
+    return script, replay
+
+
 @pytest.fixture()
 def fake_gpu(monkeypatch):
     gpu = FakeGPU()
@@ -32,14 +45,7 @@ def fake_gpu(monkeypatch):
 
 
 def test_run_takes_replay_priors_and_the_boards_power_limit(fake_gpu, tmp_path):
-    script = tmp_path / "prog.py"
-    script.write_text(SCRIPT)
-    replay = tmp_path / "replay"
-    replay.mkdir()
-    (replay / "replay.csv").write_text(
-        "group,kind,nodes_per_step,time_s,energy_j,energy_sigma_j,mean_power_w,marginal_j,marginal_sigma_j\n"
-        "hot_kernel,kernel,1,0.005,2.0,0.02,400,,\n"
-    )
+    script, replay = _script_and_replay(tmp_path)
     out = tmp_path / "run"
     argv = ["run", "-o", str(out), "--tracer", "python", "--prior-replay", str(replay), "--", str(script)]
     res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
@@ -70,14 +76,7 @@ def test_a_missing_replay_directory_is_one_line_exit_2(fake_gpu, tmp_path):
 
 
 def test_run_warns_when_its_replay_priors_predate_the_state_restore(fake_gpu, tmp_path):
-    script = tmp_path / "prog.py"
-    script.write_text(SCRIPT)
-    replay = tmp_path / "replay"
-    replay.mkdir()
-    (replay / "replay.csv").write_text(
-        "group,kind,nodes_per_step,time_s,energy_j,energy_sigma_j,mean_power_w,marginal_j,marginal_sigma_j\n"
-        "hot_kernel,kernel,1,0.005,2.0,0.02,400,,\n"
-    )
+    script, replay = _script_and_replay(tmp_path)
     (replay / "replay.json").write_text('{"step_energy_j": 2.0}')
     argv = ["run", "-o", str(tmp_path / "run"), "--tracer", "python", "--prior-replay", str(replay), "--", str(script)]
     res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
