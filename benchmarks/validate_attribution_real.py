@@ -284,10 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--design", default="auto", help="replay's randomized design: N configurations, auto, or none (isolated only)"
     )
-    ap.add_argument("--design-budget-s", type=float, default=240.0, help="time the design may take per workload")
-    ap.add_argument("--design-kind", choices=("halves", "prefix"), default="prefix",
-                    help="random halves of the groups, or random prefixes of the step (no kernel runs without the "
-                    "ones before it; chosen on benchmarks/design_sim.py before a GPU run scored it, docs/replay.md)",
+    ap.add_argument("--design-budget-s", type=float, default=300.0, help="time the design may take per workload")
+    ap.add_argument("--design-kind", choices=("halves", "prefix"), default="halves",
+                    help="random halves of the groups (the default again since session 9), or random prefixes of "
+                    "the step (session 8's choice on benchmarks/design_sim.py; on GPU-fc3feaca it left ResNet-50's "
+                    "groups unresolved, σ of hundreds of per cent: docs/replay.md)",
                     )  # fmt: skip
     a = ap.parse_args(argv)
     if a.loop:

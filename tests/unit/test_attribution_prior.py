@@ -119,6 +119,28 @@ def test_no_row_is_fitted_or_marked_identifiable_above_the_power_limit():
     assert sum(r.energy_j for r in res.rows) == pytest.approx(res.total_energy_j, rel=1e-9)
 
 
+def test_a_prior_above_the_power_limit_at_this_runs_call_time_is_dropped_and_named():
+    # A replay prior 4x bn_bwd's true energy per call: over the loop's time per call it would draw 1320 W on a
+    # 700 W board. It cannot hold here; the row falls back to the pooled default and the notes say so.
+    run = steady_loop(LOOP, seed=3)
+    truth = run.truth_per_call_j("bn_bwd")
+    bad = {"bn_bwd": KernelPrior(4.0 * truth, 0.01 * truth, "replay")}
+    good = {"bn_bwd": KernelPrior(truth, 0.01 * truth, "replay")}
+    out = {}
+    for name, priors in (("bad", bad), ("good", good)):
+        opts = AttributionOptions(buffer_model=LAGGED_BUFFER, power_limit_w=700.0, priors=priors, prior_scale="fixed")
+        out[name] = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=opts)
+    noted = [n for n in out["bad"].notes if "impossible in this run" in n]
+    assert len(noted) == 1 and "bn_bwd" in noted[0]
+    assert not any("impossible in this run" in n for n in out["good"].notes)
+    r = out["bad"].table["bn_bwd"]
+    assert r.dominated_by != "prior" or r.mean_power_w < 700.0
+    assert r.mean_power_w < 1.05 * 700.0
+    # the sane prior is kept and holds the row near its truth (330 W)
+    assert out["good"].table["bn_bwd"].mean_power_w == pytest.approx(330.0, rel=0.05)
+    assert sum(x.energy_j for x in out["bad"].rows) == pytest.approx(out["bad"].total_energy_j, rel=1e-9)
+
+
 def test_priors_from_replay_rows_and_results():
     rows = [
         {"group": "gemm", "kind": "kernel", "nodes_per_step": "4", "energy_j": "2.0", "energy_sigma_j": "0.02"},

@@ -18,7 +18,7 @@ from archline.core.activity import ActivityRecord
 from archline.core.readings import Readings
 from archline.core.recording import Recording
 from archline.errors import SensorError
-from archline.measurement.attribute.buffer_fit import buffer_design
+from archline.measurement.attribute.buffer_fit import LIMIT_SLACK, buffer_design
 from archline.measurement.attribute.column_fit import ColumnFit, fit_columns
 from archline.measurement.attribute.design import GAP_NAMES, Design, design_matrix, long_energy, prepare, search_delay
 from archline.measurement.attribute.prior import KernelPrior
@@ -359,6 +359,15 @@ def attribute_energy(
     data = _fit_data(d, s, long_e, buf, opts, notes)
     cols = _fit(d, data, opts)
     notes += [f.note() for f in cols.scale_fits]
+    if cols.impossible_priors:
+        names = ", ".join(d.col_names[k][:60] for k in cols.impossible_priors[:3])
+        more = len(cols.impossible_priors) - 3
+        tail = f" and {more} more" if more > 0 else ""
+        notes.append(
+            f"{len(cols.impossible_priors)} prior(s) impossible in this run (their energy per call over the time "
+            f"per call here exceeds the power limit × {LIMIT_SLACK:g}): {names}{tail}"
+            "; those rows use the pooled default instead"
+        )
     rows, long, clipped_s = _rows(d, s, data, cols, long_e, traced is not None, opts, notes)
     return AttributionResult(
         rows=rows,
