@@ -227,7 +227,7 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
         step = make_step(name, f"cuda:{a.gpu}")
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
-                              design_kind=a.design_kind)  # fmt: skip
+                              design_kind=a.design_kind, prime=not a.no_prime)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
@@ -290,6 +290,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "the step (session 8's choice on benchmarks/design_sim.py; on GPU-fc3feaca it left ResNet-50's "
                     "groups unresolved, σ of hundreds of per cent: docs/replay.md)",
                     )  # fmt: skip
+    ap.add_argument(
+        "--no-prime",
+        action="store_true",
+        help="replay without the unmeasured whole step before each switched replay (session 8's way)",
+    )
     a = ap.parse_args(argv)
     if a.loop:
         return loop(a.loop, a.seconds or 10.0)

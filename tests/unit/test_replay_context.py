@@ -103,11 +103,13 @@ def test_a_design_too_small_for_every_group_lumps_the_shortest_with_a_note() -> 
 def test_the_time_budget_reduces_the_design_with_a_note() -> None:
     gpu = FakeGraphGPU(step_nodes(0), fixed_s=FIXED_S, fixed_w=FIXED_W)
     m = NoisyMeasure(gpu, call_s=0.7)
-    res = replay_energy(gpu, m, gpu.clock, top=1, marginal=False, design="auto", design_budget_s=14.35)
+    # unprimed: each configuration then takes exactly one measurement's 0.7 s
+    res = replay_energy(gpu, m, gpu.clock, top=1, marginal=False, design="auto", design_budget_s=14.35, prime=False)
     assert res.design is not None and res.design["asked"] == 40 and res.design["configurations"] == 20
     assert any("design reduced from 40 to 20 configurations" in n for n in res.notes)
     assert res.design["seconds"] <= 14.35 and isinstance(res.design["seed"], int)
-    small = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=1, marginal=False, design=40, design_budget_s=3.0)
+    small = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=1, marginal=False, design=40, design_budget_s=3.0,
+                          prime=False)  # fmt: skip
     assert small.design is None and any("design skipped: 4 configurations" in n for n in small.notes)
     assert all(r.context_j is None for r in small.rows)
 

@@ -65,8 +65,9 @@ def test_the_whole_step_is_measured_on_clean_data_when_the_state_is_restored() -
     assert res.step_energy_j == pytest.approx(truth, rel=0.03)
     # after each repetition of each measurement (whole step, two groups alone, the rest, the copy alone)...
     assert len(between) >= 2 * 5
-    # ...and besides, before each timing (the base and three groups) and each of the four trials measured
-    assert gpu.restores == len(between) + 4 + 4
+    # ...and besides, before each timing (the base and three groups) and each of the four trials measured, and
+    # before the whole step that primes each switched timing (4) and trial (two groups alone, the rest)
+    assert gpu.restores == len(between) + 4 + 4 + 4 + 3
 
 
 def test_without_a_state_the_step_is_measured_poisoned() -> None:

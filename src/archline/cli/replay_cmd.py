@@ -93,6 +93,14 @@ def register(app: typer.Typer) -> None:
                 "the step (no kernel runs without the ones before it).",
             ),
         ] = "halves",
+        no_prime: Annotated[
+            bool,
+            typer.Option(
+                "--no-prime",
+                help="Do not run the whole step before each replay with nodes switched off (by default one "
+                "unmeasured step first fills the buffers of the switched-off nodes).",
+            ),
+        ] = False,
         design_budget: Annotated[
             float, typer.Option("--design-budget", help="Seconds of measurement the design may take.")
         ] = 600.0,
@@ -119,6 +127,7 @@ def register(app: typer.Typer) -> None:
         res = run_replay(
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
             design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
+            prime=not no_prime,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

@@ -103,6 +103,10 @@ def _plan(graph: ReplayableGraph, excluded: Mapping[str, str]) -> tuple[_Plan, S
     return _Plan(groups, keep, blocked, base), switching
 
 
+#: Seconds the board idles after a priming step before the switched replay's measurement starts.
+PRIME_SETTLE_S = 0.1
+
+
 class _Trials:
     """Runs and measures replays with chosen nodes enabled; a group whose switching fails is set aside."""
 
@@ -112,10 +116,32 @@ class _Trials:
         measure: Callable[[Callable[[], None]], CallMeasure],
         hook: TrialHook | None,
         clock: Clock,
+        prime: bool = True,
     ) -> None:
         self.graph, self.measure, self.hook, self.clock = graph, measure, hook, clock
         #: The state copy that precedes every switched replay, measured alone (None: none, or not yet).
         self.copy: Energy | None = None
+        #: Whether every measurement or timing with nodes switched off is preceded by one whole step
+        #: (:meth:`_prime`), and how many such steps ran.
+        self.prime = prime
+        self.primes = 0
+
+    def _prime(self, nodes: Sequence[int] | None) -> None:
+        """Before a replay with nodes switched off: run the whole step once from the restored state, outside any
+        measurement, so that every buffer a switched-off node would have written holds what it writes in a step.
+        A kernel whose producer is off then reads its producer's output of a whole step, not what an earlier
+        switched replay left there (stale or garbage data that changes its power; docs/replay.md)."""
+        if not self.prime or nodes is None:
+            return
+        self._restore()
+        self.graph.set_enabled(None)
+        self.graph.replay()
+        self.graph.synchronize()
+        # let the board's sensors leave the whole step behind before the switched replay is measured: on the
+        # fake board's 20 ms averaging sensor an unsettled prime put a lone group's energy 21 % high
+        # (tests/unit/test_replay_state.py)
+        self.clock.sleep(PRIME_SETTLE_S)
+        self.primes += 1
 
     def _copy_cost(self) -> Energy | None:
         """The energy and time of the state copy alone (``reset_state``), measured once like any replay, so that
@@ -155,6 +181,7 @@ class _Trials:
     def run(self, group: str, what: str, nodes: Sequence[int] | None) -> Energy:
         if self.hook is not None:
             self.hook(group, what)
+        self._prime(nodes)
         self._restore()
         self.graph.set_enabled(nodes)
         state = getattr(self.graph, "state", None)
@@ -171,6 +198,7 @@ class _Trials:
         """Seconds per replay (host timer around synchronised replays)."""
         if self.hook is not None:
             self.hook(group, "timing")
+        self._prime(nodes)
         self._restore()
         self.graph.set_enabled(nodes)
         replay = self._replay_for(nodes)
@@ -260,6 +288,7 @@ def replay_energy(
     design_seed: int | None = None,
     design_budget_s: float | None = None,
     design_kind: str = "halves",
+    prime: bool = True,
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups by isolated time, and of the rest.
 
@@ -274,6 +303,9 @@ def replay_energy(
     measurement (fewer configurations, with a note). ``design_kind``: ``halves`` (each group on in a random
     half of the configurations) or ``prefix`` (random prefixes of the step: no kernel runs without the ones
     before it; replay_context.prefix_rows).
+
+    ``prime``: run the whole step once, unmeasured, before every measurement or timing with nodes switched
+    off, so that switched-off producers' buffers hold a whole step's output (:meth:`_Trials._prime`).
     """
     check_design(design)
     if design_kind not in DESIGN_KINDS:
@@ -283,7 +315,7 @@ def replay_energy(
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
     plan, switching = _plan(graph, exclude or {})
-    t = _Trials(graph, measure, on_trial, clock)
+    t = _Trials(graph, measure, on_trial, clock, prime)
     try:
         times = _time_groups(t, plan, clock, timing_replays)
         chosen = sorted(plan.measurable, key=lambda g: -times[g])[:top]
@@ -314,6 +346,12 @@ def replay_energy(
         if design is not None:
             _add_context(res, t, plan, times, design, design_seed, design_budget_s, design_kind)
         res.rows = [replace(r, group_time_s=times[r.group]) if r.group in times else r for r in res.rows]
+        if t.primes:
+            res.notes.append(
+                f"every measurement and timing with nodes switched off was preceded by one whole step, unmeasured "
+                f"({t.primes} in all), so that switched-off nodes' buffers held a whole step's output"
+            )
+        res.primed = prime
         if t.copy is not None:
             res.notes.append(
                 f"the state copy before every replay with nodes switched off, measured alone: "
@@ -386,6 +424,7 @@ def run_replay(
     design_budget_s: float | None = 600.0,
     state: Any = None,
     design_kind: str = "halves",
+    prime: bool = True,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -420,7 +459,7 @@ def run_replay(
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
             on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
-            design_kind=design_kind,
+            design_kind=design_kind, prime=prime,
         )  # fmt: skip
         res.notes += graph.notes
         if graph.state is not None:

@@ -85,6 +85,9 @@ class ReplayResult(Tabular):
     design: dict[str, Any] | None = None
     #: How the step's state was guarded between replays (hw/graph_state.py's summary); None: not a PyTorch step.
     state: dict[str, Any] | None = None
+    #: Whether every replay with nodes switched off was preceded by one whole step (replay.py's ``prime``);
+    #: None: a replay from before the option.
+    primed: bool | None = None
 
     def table_rows(self) -> list[dict[str, Any]]:
         """Each group's isolated energy (J, 1 σ), time (s) and marginal energy, for ``.to_pandas()``."""
@@ -139,5 +142,6 @@ class ReplayResult(Tabular):
             "switching": dict(self.switching),
             "design": None if self.design is None else dict(self.design),
             "state": None if self.state is None else dict(self.state),
+            "primed": self.primed,
             "notes": list(self.notes),
         }
