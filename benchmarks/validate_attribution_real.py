@@ -227,7 +227,7 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
         step = make_step(name, f"cuda:{a.gpu}")
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
-                              design_kind=a.design_kind, prime=not a.no_prime)  # fmt: skip
+                              design_kind=a.design_kind, prime=a.prime)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
@@ -291,9 +291,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "groups unresolved, σ of hundreds of per cent: docs/replay.md)",
                     )  # fmt: skip
     ap.add_argument(
-        "--no-prime",
+        "--prime",
         action="store_true",
-        help="replay without the unmeasured whole step before each switched replay (session 8's way)",
+        help="replay with one unmeasured whole step before each switched replay (session 9's third run)",
     )
     a = ap.parse_args(argv)
     if a.loop:

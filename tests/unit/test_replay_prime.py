@@ -6,6 +6,10 @@ draws a different power on it (docs/replay.md). The fake here tracks which buffe
 a node reading one that does not draws 80 % of its power, and what it writes is no longer a step's output
 either. Unprimed, the halves design puts the groups' in-step energies about 15 % low; primed, about 6 % low:
 what is left is the buffers the graph's memory pool shares, which priming cannot refill.
+
+This is the mechanism on a fake board. On H100 GPU-66ba516d priming neither brought real training steps'
+designs closer to additive nor stopped their configurations ending non-finite, so it is off by default
+(docs/replay.md, "Priming").
 """
 
 from __future__ import annotations

@@ -93,12 +93,12 @@ def register(app: typer.Typer) -> None:
                 "the step (no kernel runs without the ones before it).",
             ),
         ] = "halves",
-        no_prime: Annotated[
+        prime: Annotated[
             bool,
             typer.Option(
-                "--no-prime",
-                help="Do not run the whole step before each replay with nodes switched off (by default one "
-                "unmeasured step first fills the buffers of the switched-off nodes).",
+                "--prime",
+                help="Run the whole step, unmeasured, before each replay with nodes switched off, to fill the "
+                "switched-off nodes' buffers (experimental: docs/replay.md 'Priming').",
             ),
         ] = False,
         design_budget: Annotated[
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
         res = run_replay(
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
             design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
-            prime=not no_prime,
+            prime=prime,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

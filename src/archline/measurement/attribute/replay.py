@@ -116,7 +116,7 @@ class _Trials:
         measure: Callable[[Callable[[], None]], CallMeasure],
         hook: TrialHook | None,
         clock: Clock,
-        prime: bool = True,
+        prime: bool = False,
     ) -> None:
         self.graph, self.measure, self.hook, self.clock = graph, measure, hook, clock
         #: The state copy that precedes every switched replay, measured alone (None: none, or not yet).
@@ -288,7 +288,7 @@ def replay_energy(
     design_seed: int | None = None,
     design_budget_s: float | None = None,
     design_kind: str = "halves",
-    prime: bool = True,
+    prime: bool = False,
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups by isolated time, and of the rest.
 
@@ -305,7 +305,9 @@ def replay_energy(
     before it; replay_context.prefix_rows).
 
     ``prime``: run the whole step once, unmeasured, before every measurement or timing with nodes switched
-    off, so that switched-off producers' buffers hold a whole step's output (:meth:`_Trials._prime`).
+    off, so that switched-off producers' buffers hold a whole step's output (:meth:`_Trials._prime`). Off by
+    default: on H100 GPU-66ba516d it neither brought real training steps' designs closer to additive nor
+    stopped their configurations ending non-finite (docs/replay.md, "Priming").
     """
     check_design(design)
     if design_kind not in DESIGN_KINDS:
@@ -424,7 +426,7 @@ def run_replay(
     design_budget_s: float | None = 600.0,
     state: Any = None,
     design_kind: str = "halves",
-    prime: bool = True,
+    prime: bool = False,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 

@@ -1,0 +1,65 @@
+"""Print, for shipped attribution runs of real training loops, each replay's randomized design and the attribution
+it fed: one line per workload, for docs/replay.md's and docs/attribution.md's tables.
+
+    python benchmarks/design_table.py RUN_SET [RUN_SET ...]
+
+A RUN_SET is what ``benchmarks/validate_attribution_real.py --out`` wrote (``summary.json`` and ``<workload>-replay/``
+run directories). Columns: the board; the design's kind, configurations and how many ended a repetition with the
+state non-finite; ρ̂ and its 95 % bound; Σ e + c0 against the whole step; the isolated groups' sum against the step;
+whether switched replays were primed ('-': before the option); then the attribution's share of kernel
+energy in identifiable rows, within ±15 %, and the energy-weighted median 95 % half-width.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _line(board: str, name: str, rep: dict[str, Any], att: dict[str, Any]) -> str:
+    d = rep.get("design") or {}
+    nan = float("nan")
+    primed = rep.get("primed")
+    # configurations that ended non-finite were recorded from session 8's last commits on: '-' before
+    bad = d.get("nonfinite_configs")
+    if bad is not None and not any("nonfinite" in c for c in d.get("configs") or []):
+        bad = None
+    cells = [
+        f"{board:14s} {name:11s} {d.get('kind', 'halves'):7s} {d.get('configurations', 0):4d}",
+        f"{'-' if bad is None else str(bad):>4s}  {100 * d.get('rho', nan):5.1f} {100 * d.get('rho_up', nan):5.1f}",
+        f"{d.get('sum_vs_step_pct', nan):+7.2f} {rep.get('sum_vs_step_pct', nan):+7.1f}",
+        f"{'yes' if primed else 'no' if primed is False else '-':>6s} ",
+        f"{100 * att.get('identifiable_share', 0.0):5.1f} {100 * att.get('identifiable_within_15pct_share', 0.0):5.1f}",
+        f"{att.get('median_half_width_pct', nan):6.1f}",
+    ]
+    return " ".join(cells)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path)
+    a = ap.parse_args(argv)
+    print("board          workload    design  cfgs  NaN  rho^  bound  Σe+c0%  isol.%  primed  ident  ±15%  half-w%")
+    for run in a.runs:
+        try:
+            summ = json.loads((run / "summary.json").read_text())
+        except (OSError, ValueError) as exc:
+            print(f"design_table: {run}: no readable summary.json ({exc})", file=sys.stderr)
+            return 2
+        board = str(summ.get("board", "?")).split()[-1][:12]
+        for name, att in summ.get("workloads", {}).items():
+            rj = run / f"{name}-replay" / "replay.json"
+            try:
+                rep = json.loads(rj.read_text())
+            except (OSError, ValueError) as exc:
+                print(f"design_table: {rj}: unreadable ({exc})", file=sys.stderr)
+                return 2
+            print(_line(board, name, rep, att))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
