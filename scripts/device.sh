@@ -31,6 +31,7 @@
 #   datacheck       benchmarks/replay_data_check.py (does archline.replay leave a training step's weights as
 #                   it found them, and measure the step at the energy it has on real data; ~2 min) and
 #                   benchmarks/graph_vs_eager.py (the same step eager against replayed; ~1.5 min)
+#   nanprobe        benchmarks/nan_probe.py (which groups make NaN switched off alone; halves with them kept on)
 #   gputest         the tests marked gpu (tests/gpu) against the installed wheel
 #
 # Environment: QUICK=1 passes --quick where a step has it. ON_GPU=N runs the replay and attribution
