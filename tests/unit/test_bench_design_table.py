@@ -1,0 +1,45 @@
+"""benchmarks/design_table.py: the shipped session-9 run sets give docs/data/design_table_s9.txt line for line;
+a run set without a summary is a one-line exit 2."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+S9 = ROOT / "results" / "h100" / "attribution-s9"
+RUNS = [
+    ROOT / "results" / "h100" / "attribution-clean",
+    S9 / "prefix-GPU-fc3feaca",
+    S9 / "halves-GPU-8d12b96e",
+    S9 / "halves-primed-GPU-66ba516d",
+]
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("design_table", ROOT / "benchmarks" / "design_table.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["design_table"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_shipped_runs_print_the_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _load().main([str(r) for r in RUNS]) == 0
+    got = capsys.readouterr().out.splitlines()
+    want = (ROOT / "docs" / "data" / "design_table_s9.txt").read_text().splitlines()
+    assert got == want
+    assert len(got) == 1 + 2 * len(RUNS)
+    # the session-8 run predates the non-finite record: '-', not a count of 0
+    assert got[1].split()[4] == "-" and got[3].split()[4] == "0"
+
+
+def test_a_run_set_without_a_summary_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _load().main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "summary.json" in err[0] and str(tmp_path) in err[0]
