@@ -3,12 +3,12 @@ a run set without a summary is a one-line exit 2."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.helpers.bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 S9 = ROOT / "results" / "h100" / "attribution-s9"
@@ -21,12 +21,7 @@ RUNS = [
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("design_table", ROOT / "benchmarks" / "design_table.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["design_table"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("design_table")
 
 
 def test_the_shipped_runs_print_the_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,9 +3,7 @@ that computed on NaN; the shipped session-8 run reproduces its own figures; bad 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,18 +11,14 @@ import numpy as np
 import pytest
 
 from archline.measurement.attribute.replay_design import draw_design
+from tests.helpers.bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 CLEAN = ROOT / "results" / "h100" / "attribution-clean" / "transformer-replay"
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("refit_design", ROOT / "benchmarks" / "refit_design.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["refit_design"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("refit_design")
 
 
 def test_the_shipped_design_refits_to_its_own_figures() -> None:
