@@ -1,6 +1,7 @@
 """Which kernel groups of a real training step make NaN when switched off alone (issue 13's design).
 
     python benchmarks/nan_probe.py [--only resnet50,transformer] [--gpu 0] [--replays 3] [--json FILE]
+                                   [--prime] [--keep-buffers]
 
 Random halves of a step's groups computed on NaN in most configurations even with the state copied back before
 every replay (docs/replay.md, session 9). If only a few groups make NaN when switched off (a kernel that fills a
@@ -25,7 +26,12 @@ sys.path.insert(0, str(HERE))
 from validate_attribution_real import WORKLOADS, make_step  # noqa: E402
 
 
-def _ends_finite(graph: Any, nodes: list[int], replays: int) -> bool:
+def _ends_finite(graph: Any, nodes: list[int], replays: int, prime: bool = False) -> bool:
+    if prime:  # one whole step from the restored state first, as replay's prime=True does
+        graph.restore_state()
+        graph.set_enabled(None)
+        graph.replay()
+        graph.synchronize()
     graph.restore_state()
     graph.set_enabled(nodes)
     for _ in range(replays):
@@ -37,24 +43,26 @@ def _ends_finite(graph: Any, nodes: list[int], replays: int) -> bool:
     return ok
 
 
-def probe(name: str, gpu: int, replays: int, halves: int, seed: int) -> dict[str, Any]:
+def probe(
+    name: str, gpu: int, replays: int, halves: int, seed: int, prime: bool = False, keep: bool = False
+) -> dict[str, Any]:
     import numpy as np
 
     from archline.hw.graph import capture_torch
     from archline.measurement.attribute.replay import _plan
 
-    graph = capture_torch(make_step(name, f"cuda:{gpu}"), gpu)
+    graph = capture_torch(make_step(name, f"cuda:{gpu}"), gpu, keep_buffers=keep)
     try:
         if graph.state is None or not graph.state.guarded:
             return {"workload": name, "error": "the step's state is not guarded"}
         plan, switching = _plan(graph, {})
         names = plan.measurable
         every = plan.base + [i for g in names for i in plan.groups[g]]
-        whole_ok = _ends_finite(graph, every, replays)
+        whole_ok = _ends_finite(graph, every, replays, prime)
         makers = []
         for g in names:
             off = set(plan.groups[g])
-            if not _ends_finite(graph, [i for i in every if i not in off], replays):
+            if not _ends_finite(graph, [i for i in every if i not in off], replays, prime):
                 makers.append(g)
         rng = np.random.default_rng(seed)
         counts = {"all switchable": 0, "makers kept on": 0}
@@ -62,11 +70,12 @@ def probe(name: str, gpu: int, replays: int, halves: int, seed: int) -> dict[str
             on = {g for g in names if rng.random() < 0.5}
             for label, keep in (("all switchable", set()), ("makers kept on", set(makers))):
                 nodes = plan.base + [i for g in names if g in on or g in keep for i in plan.groups[g]]
-                counts[label] += 0 if _ends_finite(graph, nodes, replays) else 1
+                counts[label] += 0 if _ends_finite(graph, nodes, replays, prime) else 1
         return {
             "workload": name, "groups": len(names), "switching": switching.summary().get("mode"),
             "whole_step_finite": whole_ok, "nan_makers": makers,
-            "halves": halves, "halves_nonfinite": counts,
+            "halves": halves, "halves_nonfinite": counts, "prime": prime, "keep_buffers": keep,
+            "notes": list(graph.notes),
         }  # fmt: skip
     finally:
         graph.set_enabled(None)
@@ -81,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--halves", type=int, default=20)
     ap.add_argument("--seed", type=int, default=9)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--prime", action="store_true", help="a whole step before each configuration (replay's prime)")
+    ap.add_argument("--keep-buffers", action="store_true", help="capture with no buffer reused (replay's keep_buffers)")
     a = ap.parse_args(argv)
     from archline.core.activity import demangle
     from archline.hw.nvml import device_static
@@ -89,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"board: {board.get('name', '?')} {str(board.get('uuid', '?'))[:12]}", flush=True)
     out = []
     for name in a.only.split(","):
-        r = probe(name, a.gpu, a.replays, a.halves, a.seed)
+        r = probe(name, a.gpu, a.replays, a.halves, a.seed, a.prime, a.keep_buffers)
         out.append(r)
         if "error" in r:
             print(f"{name}: {r['error']}", flush=True)
             continue
         short = demangle(r["nan_makers"])
+        head = f"{name}: prime {r['prime']}, keep_buffers {r['keep_buffers']}; "
+        print(head + " ".join(r["notes"])[:300], flush=True)
         print(f"{name}: {r['groups']} groups ({r['switching']}); whole step finite: {r['whole_step_finite']}; "
               f"{len(r['nan_makers'])} make NaN when switched off alone:", flush=True)  # fmt: skip
         for g in r["nan_makers"]:

@@ -105,7 +105,7 @@ for s in "$@"; do
               mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
     datacheck) step datacheck 300 python3 "$B/replay_data_check.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/replay_data_check.json"
                step graph_vs_eager 200 python3 "$B/graph_vs_eager.py" --gpu ${ON_GPU:-0} --rounds 2 --json "$OUT/logs/graph_vs_eager.json" ;;
-    nanprobe) step nanprobe ${NANPROBE_LIMIT:-420} python3 "$B/nan_probe.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/nan_probe.json" ;;
+    nanprobe) step nanprobe ${NANPROBE_LIMIT:-420} python3 "$B/nan_probe.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/nan_probe${NANPROBE_TAG:-}.json" ${NANPROBE_ARGS:-} ;;
     gputest) step gputest 200 python3 -m pytest -q -p no:cacheprovider --rootdir "$here" -c "$here/pyproject.toml" -m gpu "$here/tests/gpu" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     noderun) step noderun 230 python3 "$B/validate_node.py" --out "$R/noderun" --only run --budget-s 220 ;;

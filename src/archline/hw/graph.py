@@ -68,6 +68,8 @@ class TorchGraph:
         self._handles, self.nodes = list_nodes(self._graph)
         self.mode = "toggle"
         self.notes: list[str] = []
+        #: Tensors held alive for the graph's lifetime (capture_torch's ``keep_buffers``).
+        self.kept: list[Any] = []
         self._exec: Any = self._torch_exec
         self._torch_dirty = False  # a node of PyTorch's executable could not be enabled again
         self._torch_on = [True] * len(self.nodes)  # PyTorch's executable's enable flags
@@ -248,7 +250,37 @@ class TorchGraph:
         return base if n.kind != "kernel" else {**base, **describe_node(self._handles[index])}
 
 
-def capture_torch(step: Callable[[], Any], device: int = 0, warmup: int = 3, state: Any = None) -> TorchGraph:
+def _keep_alive_mode(torch: Any) -> Any:
+    """A dispatch mode that holds a reference to every CUDA tensor an operator returns while it is active, so the
+    caching allocator cannot give a freed tensor's memory to a later one: every buffer of a captured step is its own.
+    ``kept`` lists them; ``nbytes`` adds their storages once each."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    class KeepAlive(TorchDispatchMode):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.kept: list[Any] = []
+            self._seen: set[int] = set()
+            self.nbytes = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            for t in tree_leaves(out):
+                if isinstance(t, torch.Tensor) and t.is_cuda:
+                    self.kept.append(t)
+                    key = t.untyped_storage().data_ptr()
+                    if key not in self._seen:
+                        self._seen.add(key)
+                        self.nbytes += t.untyped_storage().nbytes()
+            return out
+
+    return KeepAlive()
+
+
+def capture_torch(
+    step: Callable[[], Any], device: int = 0, warmup: int = 3, state: Any = None, keep_buffers: bool = False
+) -> TorchGraph:
     """Capture one call of ``step`` (PyTorch work on ``device``) as a CUDA graph.
 
     The step runs ``warmup`` times on a side stream first (allocations, cuDNN/cuBLAS choices),
@@ -271,8 +303,13 @@ def capture_torch(step: Callable[[], Any], device: int = 0, warmup: int = 3, sta
         torch.cuda.current_stream(device).wait_stream(side)
         torch.cuda.synchronize(device)
         g = torch.cuda.CUDAGraph(keep_graph=True)
+        keep = _keep_alive_mode(torch) if keep_buffers else None
         with torch.cuda.graph(g):
-            step()
+            if keep is None:
+                step()
+            else:
+                with keep:
+                    step()
         if hasattr(g, "instantiate"):
             g.instantiate()
         g.replay()
@@ -281,4 +318,12 @@ def capture_torch(step: Callable[[], Any], device: int = 0, warmup: int = 3, sta
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"the step cannot be captured as a CUDA graph: {first}") from None
     tensors = step_tensors(step if state is None else state, device)
-    return TorchGraph(g, device, StepState(tensors, device))
+    out = TorchGraph(g, device, StepState(tensors, device))
+    if keep is not None:
+        out.kept = keep.kept  # held as long as the graph: its buffers stay the step's own
+        out.notes.append(
+            f"captured with every tensor the step's operators return kept alive ({len(keep.kept)} tensors, "
+            f"{keep.nbytes / 1e9:.3g} GB): no buffer of the step reuses another's memory, so a node switched off "
+            "leaves its consumers what it wrote in an earlier replay (library workspaces are still shared)"
+        )
+    return out

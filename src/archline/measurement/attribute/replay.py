@@ -427,6 +427,7 @@ def run_replay(
     state: Any = None,
     design_kind: str = "halves",
     prime: bool = False,
+    keep_buffers: bool = False,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -436,6 +437,8 @@ def run_replay(
     ``design_budget_s`` seconds (each configuration is one measurement of up to ``max_total_s``).
     ``state``: what the step updates (modules, optimizers, tensors), copied back before every measurement
     and after every repetition; by default what the step's closure reaches (hw/graph_state.py).
+    ``keep_buffers``: capture with every tensor the step's operators return kept alive, so no buffer of the
+    step shares memory with another (hw/graph.py; experimental, docs/replay.md).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -449,7 +452,7 @@ def run_replay(
     if out is not None:
         rd = RunDir.create(out, Manifest.new("replay", gpu=device_static(gpu)), overwrite=force)
         rd.update_manifest(state_before=device_state(gpu))
-    graph = capture_torch(step, gpu, state=state)
+    graph = capture_torch(step, gpu, state=state, keep_buffers=keep_buffers)
 
     def measure(fn: Callable[[], None]) -> CallMeasure:
         return measure_callable(
