@@ -6,8 +6,9 @@ it fed: one line per workload, for docs/replay.md's and docs/attribution.md's ta
 A RUN_SET is what ``benchmarks/validate_attribution_real.py --out`` wrote (``summary.json`` and ``<workload>-replay/``
 run directories). Columns: the board; the design's kind, configurations and how many ended a repetition with the
 state non-finite; ρ̂ and its 95 % bound; Σ e + c0 against the whole step; the isolated groups' sum against the step;
-whether switched replays were primed ('-': before the option); then the attribution's share of kernel
-energy in identifiable rows, within ±15 %, and the energy-weighted median 95 % half-width.
+whether switched replays were primed ('-': before the option) and whether the capture kept every buffer its
+own; then the attribution's share of kernel energy in identifiable rows, within ±15 %, and the energy-weighted
+median 95 % half-width.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+HEAD = "board          workload    design  cfgs  NaN  rho^  bound  Σe+c0%  isol.%  primed kept  ident  ±15%  half-w%"
 
 
 def _line(board: str, name: str, rep: dict[str, Any], att: dict[str, Any]) -> str:
@@ -31,7 +34,8 @@ def _line(board: str, name: str, rep: dict[str, Any], att: dict[str, Any]) -> st
         f"{board:14s} {name:11s} {d.get('kind', 'halves'):7s} {d.get('configurations', 0):4d}",
         f"{'-' if bad is None else str(bad):>4s}  {100 * d.get('rho', nan):5.1f} {100 * d.get('rho_up', nan):5.1f}",
         f"{d.get('sum_vs_step_pct', nan):+7.2f} {rep.get('sum_vs_step_pct', nan):+7.1f}",
-        f"{'yes' if primed else 'no' if primed is False else '-':>6s} ",
+        f"{'yes' if primed else 'no' if primed is False else '-':>6s}",
+        f"{'yes' if any('kept alive' in n for n in rep.get('notes') or []) else 'no':>4s} ",
         f"{100 * att.get('identifiable_share', 0.0):5.1f} {100 * att.get('identifiable_within_15pct_share', 0.0):5.1f}",
         f"{att.get('median_half_width_pct', nan):6.1f}",
     ]
@@ -42,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=Path)
     a = ap.parse_args(argv)
-    print("board          workload    design  cfgs  NaN  rho^  bound  Σe+c0%  isol.%  primed  ident  ±15%  half-w%")
+    print(HEAD)
     for run in a.runs:
         try:
             summ = json.loads((run / "summary.json").read_text())

@@ -68,8 +68,8 @@ def probe(
         counts = {"all switchable": 0, "makers kept on": 0}
         for _ in range(halves):
             on = {g for g in names if rng.random() < 0.5}
-            for label, keep in (("all switchable", set()), ("makers kept on", set(makers))):
-                nodes = plan.base + [i for g in names if g in on or g in keep for i in plan.groups[g]]
+            for label, kept_on in (("all switchable", set()), ("makers kept on", set(makers))):
+                nodes = plan.base + [i for g in names if g in on or g in kept_on for i in plan.groups[g]]
                 counts[label] += 0 if _ends_finite(graph, nodes, replays, prime) else 1
         return {
             "workload": name, "groups": len(names), "switching": switching.summary().get("mode"),

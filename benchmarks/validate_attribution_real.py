@@ -227,8 +227,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
         step = make_step(name, f"cuda:{a.gpu}")
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
-                              design_kind=a.design_kind, prime=a.prime,
-                              keep_buffers=a.keep_buffers)  # fmt: skip
+                              design_kind=a.design_kind, prime=not a.no_prime,
+                              keep_buffers=not a.reuse_buffers)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
@@ -292,12 +292,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "groups unresolved, σ of hundreds of per cent: docs/replay.md)",
                     )  # fmt: skip
     ap.add_argument(
-        "--prime",
+        "--no-prime",
         action="store_true",
-        help="replay with one unmeasured whole step before each switched replay (session 9's third run)",
+        help="no unmeasured whole step before each switched replay (on by default since session 9)",
     )
-    ap.add_argument("--keep-buffers", action="store_true",
-                    help="capture with every tensor kept alive, so no buffer of the step is reused (experimental)")
+    ap.add_argument(
+        "--reuse-buffers",
+        action="store_true",
+        help="capture with the step's memory reused, as PyTorch does (kept apart by default, session 9)",
+    )
     a = ap.parse_args(argv)
     if a.loop:
         return loop(a.loop, a.seconds or 10.0)

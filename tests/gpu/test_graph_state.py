@@ -76,3 +76,30 @@ def test_a_script_step_that_uses_module_globals_is_guarded() -> None:
         assert g.state.count >= 5  # weight, bias, their gradients, the input
     finally:
         g.close()
+
+
+def test_capture_keeps_every_buffer_of_the_step_its_own() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from archline.hw.graph import capture_torch
+
+    x = torch.randn(1024, 1024, device="cuda")
+    out = torch.empty(1024, 1024, device="cuda")
+
+    def step() -> None:
+        a = x * 2.0  # freed at once: without keep_buffers the pool hands its memory to b
+        del a
+        b = x + 1.0
+        out.copy_(b)
+
+    graphs = {keep: capture_torch(step, 0, keep_buffers=keep) for keep in (True, False)}
+    try:
+        kept = graphs[True].kept
+        assert len(kept) >= 2 and any("kept alive" in n for n in graphs[True].notes)
+        ptrs = [t.untyped_storage().data_ptr() for t in kept]
+        assert len(set(ptrs)) == len(ptrs)  # no two of the step's tensors share memory
+        assert graphs[False].kept == [] and not any("kept alive" in n for n in graphs[False].notes)
+    finally:
+        for g in graphs.values():
+            g.close()

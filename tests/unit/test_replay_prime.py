@@ -14,7 +14,10 @@ designs closer to additive nor stopped their configurations ending non-finite, s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,3 +106,34 @@ def test_priming_runs_one_whole_step_before_each_switched_measurement_and_says_s
         noted = [n for n in res.notes if "preceded by one whole step" in n]
         assert len(noted) == (1 if prime else 0)
     assert counts[True] > counts[False]
+
+
+def test_archline_replay_primes_and_keeps_buffers_by_default_and_the_flags_turn_them_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    import archline.measurement.attribute.replay as replay_mod
+    from archline.cli.app import app
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+
+    seen: list[tuple[bool, bool]] = []
+
+    def fake_run_replay(step: Any, *, out: Any, force: bool, prime: bool, keep_buffers: bool, **kw: Any) -> Any:
+        seen.append((prime, keep_buffers))
+        gpu = BufferFed(interleaved(3, 2), fixed_s=FIXED_S, fixed_w=FIXED_W)
+        res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002), gpu.clock, top=2, marginal=False, prime=prime)
+        rd = RunDir.create(out, Manifest.new("replay", gpu={"name": "fake"}), overwrite=force)
+        write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+        rd.finish("complete")
+        return res
+
+    monkeypatch.setattr(replay_mod, "run_replay", fake_run_replay)
+    script = tmp_path / "s.py"
+    script.write_text("def make():\n    return lambda: None\n")
+    for extra in ([], ["--no-prime", "--reuse-buffers"]):
+        res = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(tmp_path / "r"), "--force", *extra])
+        assert res.exit_code == 0, res.output
+    assert seen == [(True, True), (False, False)]
+    assert json.loads((tmp_path / "r" / "replay.json").read_text())["primed"] is False

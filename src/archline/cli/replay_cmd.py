@@ -93,12 +93,20 @@ def register(app: typer.Typer) -> None:
                 "the step (no kernel runs without the ones before it).",
             ),
         ] = "halves",
-        prime: Annotated[
+        no_prime: Annotated[
             bool,
             typer.Option(
-                "--prime",
-                help="Run the whole step, unmeasured, before each replay with nodes switched off, to fill the "
-                "switched-off nodes' buffers (experimental: docs/replay.md 'Priming').",
+                "--no-prime",
+                help="Do not run the whole step, unmeasured, before each replay with nodes switched off (by "
+                "default it fills the switched-off nodes' buffers; docs/replay.md).",
+            ),
+        ] = False,
+        reuse_buffers: Annotated[
+            bool,
+            typer.Option(
+                "--reuse-buffers",
+                help="Capture as PyTorch does, its memory reused between the step's tensors (by default every "
+                "tensor keeps its own buffer, so a switched-off node's consumers read the step's data).",
             ),
         ] = False,
         design_budget: Annotated[
@@ -127,7 +135,7 @@ def register(app: typer.Typer) -> None:
         res = run_replay(
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
             design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
-            prime=prime,
+            prime=not no_prime, keep_buffers=not reuse_buffers,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

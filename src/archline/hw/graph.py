@@ -278,8 +278,25 @@ def _keep_alive_mode(torch: Any) -> Any:
     return KeepAlive()
 
 
+def _capture_once(torch: Any, step: Callable[[], Any], device: int, keep_buffers: bool) -> tuple[Any, Any]:
+    """One capture of ``step`` (replayed once and synchronised); the keep-alive mode where asked, else None."""
+    g = torch.cuda.CUDAGraph(keep_graph=True)
+    keep = _keep_alive_mode(torch) if keep_buffers else None
+    with torch.cuda.graph(g):
+        if keep is None:
+            step()
+        else:
+            with keep:
+                step()
+    if hasattr(g, "instantiate"):
+        g.instantiate()
+    g.replay()
+    torch.cuda.synchronize(device)
+    return g, keep
+
+
 def capture_torch(
-    step: Callable[[], Any], device: int = 0, warmup: int = 3, state: Any = None, keep_buffers: bool = False
+    step: Callable[[], Any], device: int = 0, warmup: int = 3, state: Any = None, keep_buffers: bool = True
 ) -> TorchGraph:
     """Capture one call of ``step`` (PyTorch work on ``device``) as a CUDA graph.
 
@@ -288,6 +305,11 @@ def capture_torch(
     cannot be captured: that is a one-line :class:`GraphError`. After capture the tensors the step
     updates are snapshot (:class:`~archline.hw.graph_state.StepState`): those ``state`` reaches (modules,
     optimizers, tensors), or by default those the step's closure reaches.
+
+    ``keep_buffers`` (the default): every tensor the step's operators return during capture is held as long as
+    the graph, so no buffer of the step reuses another's memory and a node switched off leaves its consumers
+    data of the step, not another tensor's (docs/replay.md, session 9). Where that runs out of GPU memory the
+    step is captured again with its memory reused, and a note says so.
     """
     try:
         import torch
@@ -296,29 +318,33 @@ def capture_torch(
     torch.cuda.set_device(device)
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
+    fallback = ""
     try:
         with torch.cuda.stream(side):
             for _ in range(warmup):
                 step()
         torch.cuda.current_stream(device).wait_stream(side)
         torch.cuda.synchronize(device)
-        g = torch.cuda.CUDAGraph(keep_graph=True)
-        keep = _keep_alive_mode(torch) if keep_buffers else None
-        with torch.cuda.graph(g):
-            if keep is None:
-                step()
-            else:
-                with keep:
-                    step()
-        if hasattr(g, "instantiate"):
-            g.instantiate()
-        g.replay()
-        torch.cuda.synchronize(device)
+        try:
+            g, keep = _capture_once(torch, step, device, keep_buffers)
+        except torch.cuda.OutOfMemoryError:
+            if not keep_buffers:
+                raise
+            # every buffer its own did not fit: capture as PyTorch does, with its memory reused
+            torch.cuda.synchronize(device)
+            torch.cuda.empty_cache()
+            g, keep = _capture_once(torch, step, device, False)
+            fallback = (
+                "the step was captured with its buffers reused: keeping every tensor alive ran out of GPU memory; "
+                "a node switched off may leave its consumers another tensor's data (docs/replay.md)"
+            )
     except RuntimeError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise GraphError(f"the step cannot be captured as a CUDA graph: {first}") from None
     tensors = step_tensors(step if state is None else state, device)
     out = TorchGraph(g, device, StepState(tensors, device))
+    if fallback:
+        out.notes.append(fallback)
     if keep is not None:
         out.kept = keep.kept  # held as long as the graph: its buffers stay the step's own
         out.notes.append(

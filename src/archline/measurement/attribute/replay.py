@@ -305,9 +305,9 @@ def replay_energy(
     before it; replay_context.prefix_rows).
 
     ``prime``: run the whole step once, unmeasured, before every measurement or timing with nodes switched
-    off, so that switched-off producers' buffers hold a whole step's output (:meth:`_Trials._prime`). Off by
-    default: on H100 GPU-66ba516d it neither brought real training steps' designs closer to additive nor
-    stopped their configurations ending non-finite (docs/replay.md, "Priming").
+    off, so that switched-off producers' buffers hold a whole step's output (:meth:`_Trials._prime`). Off here by
+    default (the fake boards of the CPU tests); :func:`run_replay` turns it on, with ``keep_buffers``: priming
+    alone did not help on H100 GPU-66ba516d, with every buffer kept its own it did (docs/replay.md).
     """
     check_design(design)
     if design_kind not in DESIGN_KINDS:
@@ -426,8 +426,8 @@ def run_replay(
     design_budget_s: float | None = 600.0,
     state: Any = None,
     design_kind: str = "halves",
-    prime: bool = False,
-    keep_buffers: bool = False,
+    prime: bool = True,
+    keep_buffers: bool = True,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -438,7 +438,10 @@ def run_replay(
     ``state``: what the step updates (modules, optimizers, tensors), copied back before every measurement
     and after every repetition; by default what the step's closure reaches (hw/graph_state.py).
     ``keep_buffers``: capture with every tensor the step's operators return kept alive, so no buffer of the
-    step shares memory with another (hw/graph.py; experimental, docs/replay.md).
+    step shares memory with another (hw/graph.py); ``prime``: one unmeasured whole step before every replay with
+    nodes switched off (:func:`replay_energy`). Both are on by default since session 9: on H100 GPU-f641ab6c
+    they took a transformer training step's random halves from 9 of 20 ending non-finite (primed alone) to 0,
+    and its design to ρ̂ 5.2 %, Σ e + c0 +2.1 % of the step (docs/replay.md).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
