@@ -243,3 +243,26 @@ def test_archline_run_reads_a_design_replay_directory(tmp_path):
     (d / "replay.json").write_text("{not json")
     with pytest.raises(InputError, match="replay.json"):
         read_replay_priors(d)
+
+
+def test_a_written_replay_keeps_the_in_step_time_and_the_nan_counts_for_its_priors(tmp_path):
+    # Session 8 added context_time_s and nonfinite_reps to the rows but not to replay.csv: read back from disk,
+    # the priors had no in-step time. Written and read back, both survive now.
+    import csv
+
+    from archline.cli.run_cmd import read_replay_priors
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+
+    row = ReplayRow("gemm", "kernel", 4, 0.005, 2.4, 0.02, 480.0, context_j=2.0, context_sigma_j=0.08,
+                    context_time_s=0.0036, group_time_s=0.004, nonfinite_reps=3)  # fmt: skip
+    res = ReplayResult(2.5, 0.01, 0.005, rows=[row])
+    res.design = {"rho_up": 0.05}
+    rd = RunDir.create(tmp_path / "r", Manifest.new("replay", gpu={"name": "fake"}))
+    write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+    rd.finish("complete")
+    got = next(csv.DictReader((tmp_path / "r" / "replay.csv").open()))
+    assert float(got["context_time_s"]) == pytest.approx(0.0036) and int(got["nonfinite_reps"]) == 3
+    p = read_replay_priors(tmp_path / "r")["gemm"]
+    assert p.time_per_call_s == pytest.approx(0.0009)  # the design's time in the step, not the isolated one
+    assert p.time_per_call_s == pytest.approx(priors_from_replay(res)["gemm"].time_per_call_s)

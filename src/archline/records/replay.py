@@ -20,7 +20,9 @@ REPLAY_FILES = {
 #: One row per group of nodes: J, s, W; σ columns are 1 σ. A group that could not be measured has no
 #: energies and says why (``reason``); with repeats, each run's energy (``;``-separated) and their spread (%).
 #: With a randomized design, ``context_j`` ± ``context_sigma_j`` is the group's energy inside the step (files
-#: written before the design have no such columns: readers take them as empty).
+#: written before the design have no such columns: readers take them as empty), ``context_time_s`` its time in
+#: the step; ``nonfinite_reps`` the repetitions behind the row that ended with the step's state non-finite
+#: (both written from session 9 on: session 8's files lack them).
 REPLAY_COLUMNS = (
     "group",
     "kind",
@@ -33,12 +35,14 @@ REPLAY_COLUMNS = (
     "marginal_sigma_j",
     "context_j",
     "context_sigma_j",
+    "context_time_s",
     "group_time_s",
     "measurable",
     "reason",
     "run_spread_pct",
     "run_noise_pct",
     "energy_runs_j",
+    "nonfinite_reps",
 )
 
 
