@@ -228,3 +228,15 @@ def measure_on(gpu: FakeGraphGPU) -> Any:
         target_rel_error=0.02,
         max_total_s=3.0,
     )
+
+
+def write_fake_replay(out: Any, force: bool, res: Any) -> Any:
+    """Write a replay result measured on a fake board as ``archline replay``'s run directory; returns ``res``
+    (for CLI tests that stand a fake in for ``run_replay``)."""
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+
+    rd = RunDir.create(out, Manifest.new("replay", gpu={"name": "fake"}), overwrite=force)
+    write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+    rd.finish("complete")
+    return res

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from archline.measurement.attribute.replay import replay_energy
-from tests.helpers.fake_graph import FakeGraphGPU, NoisyMeasure
+from tests.helpers.fake_graph import FakeGraphGPU, NoisyMeasure, write_fake_replay
 from tests.unit.test_replay_prefix import FIXED_S, FIXED_W, interleaved
 
 
@@ -115,8 +115,6 @@ def test_archline_replay_primes_and_keeps_buffers_by_default_and_the_flags_turn_
 
     import archline.measurement.attribute.replay as replay_mod
     from archline.cli.app import app
-    from archline.records import Manifest, RunDir
-    from archline.records.replay import write_replay
 
     seen: list[tuple[bool, bool]] = []
 
@@ -124,10 +122,7 @@ def test_archline_replay_primes_and_keeps_buffers_by_default_and_the_flags_turn_
         seen.append((prime, keep_buffers))
         gpu = BufferFed(interleaved(3, 2), fixed_s=FIXED_S, fixed_w=FIXED_W)
         res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002), gpu.clock, top=2, marginal=False, prime=prime)
-        rd = RunDir.create(out, Manifest.new("replay", gpu={"name": "fake"}), overwrite=force)
-        write_replay(rd, [r.to_row() for r in res.rows], res.summary())
-        rd.finish("complete")
-        return res
+        return write_fake_replay(out, force, res)
 
     monkeypatch.setattr(replay_mod, "run_replay", fake_run_replay)
     script = tmp_path / "s.py"

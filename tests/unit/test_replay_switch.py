@@ -11,7 +11,7 @@ import pytest
 from archline.hw.graph import GraphError, SwitchError
 from archline.measurement.attribute.replay import PINNED, REST, replay_energy
 from archline.measurement.attribute.replay_switch import blocked_groups, choose_switching
-from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on, write_fake_replay
 
 # Two cluster-launched kernels (a 1x2 and a 2x1 cluster, as cuDNN's and cuBLAS's Hopper kernels use).
 NODES = [
@@ -153,16 +153,11 @@ def test_cli_prints_the_way_chosen_what_was_not_measured_and_the_spread(
 
     import archline.measurement.attribute.replay as replay_mod
     from archline.cli.app import app
-    from archline.records import Manifest, RunDir
-    from archline.records.replay import write_replay
 
     def fake_run_replay(step: Any, *, out: Any, force: bool, repeats: int, **kw: Any) -> Any:
         gpu = FakeGraphGPU(NODES, fixed_by=None)
         res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2, marginal=False, repeats=repeats)
-        rd = RunDir.create(out, Manifest.new("replay", gpu={"name": "fake"}), overwrite=force)
-        write_replay(rd, [r.to_row() for r in res.rows], res.summary())
-        rd.finish("complete")
-        return res
+        return write_fake_replay(out, force, res)
 
     monkeypatch.setattr(replay_mod, "run_replay", fake_run_replay)
     script = tmp_path / "s.py"
