@@ -22,22 +22,34 @@ from typing import Any
 HEAD = "board          workload    design  cfgs  NaN  rho^  bound  Σe+c0%  isol.%  primed kept  ident  ±15%  half-w%"
 
 
+def _kept(rep: dict[str, Any]) -> str:
+    """Whether the replay's capture kept every buffer its own: its record, else its note (session 9's runs)."""
+    if rep.get("kept_buffers") is not None:
+        return "yes" if rep["kept_buffers"] else "no"
+    notes = " ".join(rep.get("notes") or [])
+    return "yes" if "kept alive" in notes or "kept its own" in notes else "no"
+
+
+def _f(v: Any, scale: float = 1.0, fmt: str = "5.1f") -> str:
+    """A number for the table, '-' where the run recorded none (NaN is written as null)."""
+    return "-" if v is None else format(scale * float(v), fmt)
+
+
 def _line(board: str, name: str, rep: dict[str, Any], att: dict[str, Any]) -> str:
     d = rep.get("design") or {}
-    nan = float("nan")
     primed = rep.get("primed")
     # configurations that ended non-finite were recorded from session 8's last commits on: '-' before
     bad = d.get("nonfinite_configs")
     if bad is not None and not any("nonfinite" in c for c in d.get("configs") or []):
         bad = None
     cells = [
-        f"{board:14s} {name:11s} {d.get('kind', 'halves'):7s} {d.get('configurations', 0):4d}",
-        f"{'-' if bad is None else str(bad):>4s}  {100 * d.get('rho', nan):5.1f} {100 * d.get('rho_up', nan):5.1f}",
-        f"{d.get('sum_vs_step_pct', nan):+7.2f} {rep.get('sum_vs_step_pct', nan):+7.1f}",
+        f"{board:14s} {name:11s} {d.get('kind', 'halves'):7s} {d.get('configurations') or 0:4d}",
+        f"{'-' if bad is None else str(bad):>4s}  {_f(d.get('rho'), 100):>5s} {_f(d.get('rho_up'), 100):>5s}",
+        f"{_f(d.get('sum_vs_step_pct'), 1, '+7.2f'):>7s} {_f(rep.get('sum_vs_step_pct'), 1, '+7.1f'):>7s}",
         f"{'yes' if primed else 'no' if primed is False else '-':>6s}",
-        f"{'yes' if any('kept alive' in n for n in rep.get('notes') or []) else 'no':>4s} ",
-        f"{100 * att.get('identifiable_share', 0.0):5.1f} {100 * att.get('identifiable_within_15pct_share', 0.0):5.1f}",
-        f"{att.get('median_half_width_pct', nan):6.1f}",
+        f"{_kept(rep):>4s} ",
+        f"{_f(att.get('identifiable_share'), 100):>5s} {_f(att.get('identifiable_within_15pct_share'), 100):>5s}",
+        f"{_f(att.get('median_half_width_pct'), 1, '6.1f'):>6s}",
     ]
     return " ".join(cells)
 
@@ -55,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         board = str(summ.get("board", "?")).split()[-1][:12]
         for name, att in summ.get("workloads", {}).items():
+            if "error" in att:
+                print(f"{board:14s} {name:11s} failed: {str(att['error'])[:70]}")
+                continue
             rj = run / f"{name}-replay" / "replay.json"
             try:
                 rep = json.loads(rj.read_text())

@@ -39,3 +39,22 @@ def test_a_run_set_without_a_summary_is_one_line_exit_2(tmp_path: Path, capsys: 
     assert _load().main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "summary.json" in err[0] and str(tmp_path) in err[0]
+
+
+def test_missing_values_and_failed_workloads_print_as_such(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    run = tmp_path / "set"
+    (run / "mlp-replay").mkdir(parents=True)
+    summary = {"board": "NVIDIA H100 GPU-0000aaaa", "workloads": {
+        "mlp": {"identifiable_share": 0.5, "identifiable_within_15pct_share": None, "median_half_width_pct": None},
+        "resnet50": {"error": "the replay failed: out of memory"},
+    }}  # fmt: skip
+    (run / "summary.json").write_text(json.dumps(summary))
+    design = {"kind": "halves", "configurations": 40, "rho": None, "rho_up": None, "sum_vs_step_pct": None}
+    (run / "mlp-replay" / "replay.json").write_text(json.dumps({"design": design, "kept_buffers": True}))
+    assert _load().main([str(run)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[:4] == ["GPU-0000aaaa", "mlp", "halves", "40"]
+    assert out[1].split()[5:8] == ["-", "-", "-"] and " yes " in out[1] and "50.0" in out[1]
+    assert "resnet50" in out[2] and "failed: the replay failed: out of memory" in out[2]

@@ -7,9 +7,9 @@ a node reading one that does not draws 80 % of its power, and what it writes is 
 either. Unprimed, the halves design puts the groups' in-step energies about 15 % low; primed, about 6 % low:
 what is left is the buffers the graph's memory pool shares, which priming cannot refill.
 
-This is the mechanism on a fake board. On H100 GPU-66ba516d priming neither brought real training steps'
-designs closer to additive nor stopped their configurations ending non-finite, so it is off by default
-(docs/replay.md, "Priming").
+This is the mechanism on a fake board. On H100 GPU-66ba516d priming alone did not help real training steps; with
+every buffer of the captured step kept its own it did (GPU-f641ab6c), so ``run_replay`` and ``archline replay``
+do both by default; ``replay_energy`` itself, which these fakes drive, leaves priming off unless asked.
 """
 
 from __future__ import annotations

@@ -68,8 +68,10 @@ class TorchGraph:
         self._handles, self.nodes = list_nodes(self._graph)
         self.mode = "toggle"
         self.notes: list[str] = []
-        #: Tensors held alive for the graph's lifetime (capture_torch's ``keep_buffers``).
+        #: Storages held for the graph's lifetime (capture_torch's ``keep_buffers``); ``kept_buffers``: whether
+        #: the step was captured so (False also where keeping them ran out of memory).
         self.kept: list[Any] = []
+        self.kept_buffers = False
         self._exec: Any = self._torch_exec
         self._torch_dirty = False  # a node of PyTorch's executable could not be enabled again
         self._torch_on = [True] * len(self.nodes)  # PyTorch's executable's enable flags
@@ -251,11 +253,24 @@ class TorchGraph:
 
 
 def _keep_alive_mode(torch: Any) -> Any:
-    """A dispatch mode that holds a reference to every CUDA tensor an operator returns while it is active, so the
+    """A dispatch mode that holds the storage of every CUDA tensor an operator creates while it is active, so the
     caching allocator cannot give a freed tensor's memory to a later one: every buffer of a captured step is its own.
-    ``kept`` lists them; ``nbytes`` adds their storages once each."""
+
+    It holds storages, not tensors: a held tensor would raise its reference count, and autograd's AccumulateGrad
+    then copies a new gradient instead of taking it (``zero_grad(set_to_none=True)`` steps would capture an extra
+    copy kernel per parameter). Outputs that share a storage with an input (in-place and ``out=`` operators: the
+    parameters, the optimizer's state) are the step's own tensors, not new buffers, and are not counted. Only
+    strided tensors have a storage to hold. ``kept`` lists the storages; ``nbytes`` adds their sizes."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
+
+    def _storage(t: Any) -> Any:
+        if not (isinstance(t, torch.Tensor) and t.is_cuda and t.layout == torch.strided):
+            return None
+        try:
+            return t.untyped_storage()
+        except (RuntimeError, NotImplementedError):  # a tensor subclass or wrapper without its own storage
+            return None
 
     class KeepAlive(TorchDispatchMode):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -266,28 +281,52 @@ def _keep_alive_mode(torch: Any) -> Any:
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))
-            for t in tree_leaves(out):
-                if isinstance(t, torch.Tensor) and t.is_cuda:
-                    self.kept.append(t)
-                    key = t.untyped_storage().data_ptr()
-                    if key not in self._seen:
-                        self._seen.add(key)
-                        self.nbytes += t.untyped_storage().nbytes()
+            inputs = {st.data_ptr() for st in map(_storage, tree_leaves((args, kwargs or {}))) if st is not None}
+            for st in map(_storage, tree_leaves(out)):
+                if st is None:
+                    continue
+                key = st.data_ptr()
+                if key in inputs or key in self._seen:
+                    continue
+                self._seen.add(key)
+                self.kept.append(st)
+                self.nbytes += st.nbytes()
             return out
 
     return KeepAlive()
+
+
+def _capture_or_oom(torch: Any, step: Callable[[], Any], device: int, keep_buffers: bool) -> tuple[Any, Any, bool]:
+    """:func:`_capture_once`; with ``keep_buffers``, an out-of-memory error (or one raised while ending the capture
+    after it) gives ``(None, None, True)`` with everything the try held released, so the caller can retry."""
+    if not keep_buffers:
+        g, keep = _capture_once(torch, step, device, False)
+        return g, keep, False
+    try:
+        g, keep = _capture_once(torch, step, device, True)
+        return g, keep, False
+    except RuntimeError as exc:
+        oom = isinstance(exc, torch.cuda.OutOfMemoryError) or isinstance(exc.__context__, torch.cuda.OutOfMemoryError)
+        if not oom:
+            raise
+    return None, None, True
 
 
 def _capture_once(torch: Any, step: Callable[[], Any], device: int, keep_buffers: bool) -> tuple[Any, Any]:
     """One capture of ``step`` (replayed once and synchronised); the keep-alive mode where asked, else None."""
     g = torch.cuda.CUDAGraph(keep_graph=True)
     keep = _keep_alive_mode(torch) if keep_buffers else None
-    with torch.cuda.graph(g):
-        if keep is None:
-            step()
-        else:
-            with keep:
+    try:
+        with torch.cuda.graph(g):
+            if keep is None:
                 step()
+            else:
+                with keep:
+                    step()
+    except BaseException:
+        if keep is not None:
+            keep.kept.clear()  # let the allocator have the memory back before anyone retries
+        raise
     if hasattr(g, "instantiate"):
         g.instantiate()
     g.replay()
@@ -306,10 +345,10 @@ def capture_torch(
     updates are snapshot (:class:`~archline.hw.graph_state.StepState`): those ``state`` reaches (modules,
     optimizers, tensors), or by default those the step's closure reaches.
 
-    ``keep_buffers`` (the default): every tensor the step's operators return during capture is held as long as
-    the graph, so no buffer of the step reuses another's memory and a node switched off leaves its consumers
-    data of the step, not another tensor's (docs/replay.md, session 9). Where that runs out of GPU memory the
-    step is captured again with its memory reused, and a note says so.
+    ``keep_buffers`` (the default): the storage of every tensor the step's operators create during capture is
+    held as long as the graph (:func:`_keep_alive_mode`), so no buffer of the step reuses another's memory and
+    a node switched off leaves its consumers data of the step, not another tensor's (docs/replay.md, session
+    9). Where that runs out of GPU memory the step is captured again with its memory reused, with a note.
     """
     try:
         import torch
@@ -325,17 +364,17 @@ def capture_torch(
                 step()
         torch.cuda.current_stream(device).wait_stream(side)
         torch.cuda.synchronize(device)
-        try:
-            g, keep = _capture_once(torch, step, device, keep_buffers)
-        except torch.cuda.OutOfMemoryError:
-            if not keep_buffers:
-                raise
-            # every buffer its own did not fit: capture as PyTorch does, with its memory reused
+        g, keep, oom = _capture_or_oom(torch, step, device, keep_buffers)
+        if oom:
+            # every buffer its own did not fit: free what the first try held, capture as PyTorch does
+            import gc
+
+            gc.collect()
             torch.cuda.synchronize(device)
             torch.cuda.empty_cache()
-            g, keep = _capture_once(torch, step, device, False)
+            g, keep, _ = _capture_or_oom(torch, step, device, False)
             fallback = (
-                "the step was captured with its buffers reused: keeping every tensor alive ran out of GPU memory; "
+                "the step was captured with its buffers reused: keeping every buffer its own ran out of GPU memory; "
                 "a node switched off may leave its consumers another tensor's data (docs/replay.md)"
             )
     except RuntimeError as exc:
@@ -347,8 +386,9 @@ def capture_torch(
         out.notes.append(fallback)
     if keep is not None:
         out.kept = keep.kept  # held as long as the graph: its buffers stay the step's own
+        out.kept_buffers = True
         out.notes.append(
-            f"captured with every tensor the step's operators return kept alive ({len(keep.kept)} tensors, "
+            f"captured with every buffer the step's operators create kept its own ({len(keep.kept)} buffers, "
             f"{keep.nbytes / 1e9:.3g} GB): no buffer of the step reuses another's memory, so a node switched off "
             "leaves its consumers what it wrote in an earlier replay (library workspaces are still shared)"
         )

@@ -437,7 +437,7 @@ def run_replay(
     ``design_budget_s`` seconds (each configuration is one measurement of up to ``max_total_s``).
     ``state``: what the step updates (modules, optimizers, tensors), copied back before every measurement
     and after every repetition; by default what the step's closure reaches (hw/graph_state.py).
-    ``keep_buffers``: capture with every tensor the step's operators return kept alive, so no buffer of the
+    ``keep_buffers``: capture with the storage of every tensor the step creates held, so no buffer of the
     step shares memory with another (hw/graph.py); ``prime``: one unmeasured whole step before every replay with
     nodes switched off (:func:`replay_energy`). Both are on by default since session 9: on H100 GPU-f641ab6c
     they took a transformer training step's random halves from 9 of 20 ending non-finite (primed alone) to 0,
@@ -470,6 +470,7 @@ def run_replay(
             design_kind=design_kind, prime=prime,
         )  # fmt: skip
         res.notes += graph.notes
+        res.kept_buffers = graph.kept_buffers
         if graph.state is not None:
             res.notes.append(graph.state.note())
             res.state = graph.state.summary()

@@ -88,6 +88,9 @@ class ReplayResult(Tabular):
     #: Whether every replay with nodes switched off was preceded by one whole step (replay.py's ``prime``);
     #: None: a replay from before the option.
     primed: bool | None = None
+    #: Whether the step was captured with every buffer its own (hw/graph.py's ``keep_buffers``); None: not a
+    #: PyTorch capture, or a replay from before the option.
+    kept_buffers: bool | None = None
 
     def table_rows(self) -> list[dict[str, Any]]:
         """Each group's isolated energy (J, 1 σ), time (s) and marginal energy, for ``.to_pandas()``."""
@@ -143,5 +146,6 @@ class ReplayResult(Tabular):
             "design": None if self.design is None else dict(self.design),
             "state": None if self.state is None else dict(self.state),
             "primed": self.primed,
+            "kept_buffers": self.kept_buffers,
             "notes": list(self.notes),
         }
