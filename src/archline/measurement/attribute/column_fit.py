@@ -139,6 +139,8 @@ def fit_columns(
     pm, psd, prior_src = prior_arrays(d, active, pm, psd, priors)
     ctx = prior_context_spread(d, active, priors)
     upper = power_bounds(d, active, power_limit_w)
+    # Before the scale is calibrated, on purpose: a prior the board cannot draw is no evidence of the source's
+    # scale either (dropping the highest ones can raise the fitted scale; that is the remaining priors' say).
     pm, psd, prior_src, ctx, bad = drop_impossible_priors(pm, psd, prior_src, ctx, pm0, psd0, upper)
     pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
