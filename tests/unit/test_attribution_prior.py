@@ -200,6 +200,9 @@ def test_priors_from_a_replay_design_use_the_in_step_energy_and_its_measured_spr
         {"group": "[groups lumped in the design]", "nodes_per_step": "7", "context_j": "0.3", "context_sigma_j": "0.1"},
         # alone only: isolated, without a measured spread
         {"group": "copy_k", "nodes_per_step": "1", "time_s": "0.001", "energy_j": "0.1", "energy_sigma_j": "0.001"},
+        # alone only, and some of its repetitions ended on NaN weights: no prior
+        {"group": "nan_k", "nodes_per_step": "1", "time_s": "0.001", "energy_j": "0.1", "energy_sigma_j": "0.001",
+         "nonfinite_reps": "2"},
     ]  # fmt: skip
     p = priors_from_replay(rows, design={"rho_up": 0.04})
     assert set(p) == {"gemm", "relu", "copy_k"}

@@ -13,7 +13,15 @@ from archline.report.doc import Document, Para, Table
 from archline.report.registry import RenderedReport
 from archline.report.render import write_document
 
-__all__ = ["design_text", "read_replay", "render_replay", "replay_priors", "replay_summary_text", "replay_table"]
+__all__ = [
+    "design_text",
+    "preparation_text",
+    "read_replay",
+    "render_replay",
+    "replay_priors",
+    "replay_summary_text",
+    "replay_table",
+]
 
 
 def _f(v: Any, fmt: str) -> str:
@@ -91,6 +99,7 @@ def replay_summary_text(s: Mapping[str, Any]) -> str:
         stuck = sw.get("not_switchable_nodes") or 0
         text += f" Nodes switched by '{sw['mode']}'" + (f" ({stuck} nodes could not be)." if stuck else ".")
     text += design_text(s.get("design") or {})
+    text += preparation_text(s)
     rep = s.get("reproducibility") or {}
     if rep:
         text += (
@@ -99,6 +108,23 @@ def replay_summary_text(s: Mapping[str, Any]) -> str:
             f"{rep.get('verdict')} against {_f(rep.get('target_pct'), 'g')} %; resolution {rep.get('resolution')}."
         )
     return text
+
+
+def preparation_text(s: Mapping[str, Any]) -> str:
+    """How replays with nodes switched off were prepared: primed by a whole step, every buffer its own ('' where
+    the replay predates both records)."""
+    primed, kept = s.get("primed"), s.get("kept_buffers")
+    parts = []
+    if primed is not None:
+        parts.append("each was preceded by one unmeasured whole step" if primed else "none was primed by a whole step")
+    if kept is not None:
+        parts.append(
+            "the step was captured with every buffer its own"
+            if kept
+            else "the step was captured with its memory reused between tensors (a switched-off node's consumers may "
+            "read another tensor's data)"
+        )
+    return f" Replays with nodes switched off: {'; '.join(parts)}." if parts else ""
 
 
 def design_text(d: Mapping[str, Any]) -> str:
@@ -122,6 +148,13 @@ def design_text(d: Mapping[str, Any]) -> str:
     )
 
 
+def _int(v: Any) -> int:
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return 0
+
+
 def _pct(v: Any) -> float | None:
     try:
         return 100.0 * float(v)
@@ -135,6 +168,7 @@ def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -
     spread = any(r.get("run_spread_pct") not in (None, "") for r in rows)
     context = any(r.get("context_j") not in (None, "") for r in rows)
     why = any(r.get("reason") not in (None, "") for r in rows)
+    nan = any(_int(r.get("nonfinite_reps")) > 0 for r in rows)
     cells = []
     for r in rows:
         cell = [
@@ -154,12 +188,14 @@ def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -
             cell.append("—" if c in (None, "") else f"{_f(c, '.4g')} ± {_f(r.get('context_sigma_j'), '.2g')}")
         if spread:
             cell.append(_f(r.get("run_spread_pct"), ".2f"))
+        if nan:
+            cell.append(str(_int(r.get("nonfinite_reps"))))
         if why:
             cell.append(str(r.get("reason") or ""))
         cells.append(tuple(cell))
     header = ["group", "nodes/step", "time (ms)", "isolated energy (J)", "power (W)", "marginal energy (J)"]
     header += ["in-context energy (J)"] * context + ["run-to-run spread (%)"] * spread
-    header += ["not measured because"] * why
+    header += ["repetitions on NaN"] * nan + ["not measured because"] * why
     return Table(tuple(header), tuple(cells), caption="Per replay of the step; σ is 1 σ", notes=tuple(notes))
 
 

@@ -60,7 +60,8 @@ def priors_from_replay(
     from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
     by the group's nodes per step, and carries the group's time per call: in the step (``context_time_s``)
     with a design, else its own time beyond an empty replay (``group_time_s``), where measured. Names are
-    demangled as the attribution's are; the lumped and copy groups give none.
+    demangled as the attribution's are; the lumped and copy groups give none, nor does an isolated energy whose
+    repetitions ended with the step's state non-finite (``nonfinite_reps``).
     """
     if hasattr(rows, "rows"):
         design = design if design is not None else getattr(rows, "design", None)
@@ -91,6 +92,8 @@ def priors_from_replay(
         e, sig = _num(r.get("energy_j")), _num(r.get("energy_sigma_j"))
         if not math.isfinite(e) or e <= 0:
             continue
+        if _num(r.get("nonfinite_reps")) > 0:
+            continue  # measured partly on NaN weights: no evidence of the kernel's energy in the program
         e_call = e / n
         sd = max(abs(sig) / n if math.isfinite(sig) else 0.0, min_rel_sd * e_call, REPLAY_TINY_REL_SD * 1e-3 * e_call)
         out[names.get(name, name)] = KernelPrior(e_call, sd, "replay", time_per_call_s=t_call)
