@@ -4,8 +4,9 @@ On a real step a kernel whose producer is switched off reads whatever that produ
 replays with other nodes off that is data no step computes (stale, or garbage passed along), and the kernel
 draws a different power on it (docs/replay.md). The fake here tracks which buffers hold a whole step's output:
 a node reading one that does not draws 80 % of its power, and what it writes is no longer a step's output
-either. Unprimed, the halves design puts the groups' in-step energies about 15 % low; primed, about 6 % low:
-what is left is the buffers the graph's memory pool shares, which priming cannot refill.
+either. Unprimed, the halves design puts the groups' in-step energies low; primed, less low (the test asks
+for 2 points less, and within 15 %): what is left is the buffers the graph's memory pool shares, which priming
+cannot refill.
 
 This is the mechanism on a fake board. On H100 GPU-66ba516d priming alone did not help real training steps; with
 every buffer of the captured step kept its own it did (GPU-f641ab6c), so ``run_replay`` and ``archline replay``

@@ -137,9 +137,9 @@ class _Trials:
         self.graph.set_enabled(None)
         self.graph.replay()
         self.graph.synchronize()
-        # let the board's sensors leave the whole step behind before the switched replay is measured: on the
-        # fake board's 20 ms averaging sensor an unsettled prime put a lone group's energy 21 % high
-        # (tests/unit/test_replay_state.py)
+        # let the board's sensors leave the whole step behind before the switched replay is measured: unsettled,
+        # the prime's power reached a lone group's measurement on the fake board's 20 ms averaging sensor,
+        # beyond tests/unit/test_replay_state.py's 3 % bound
         self.clock.sleep(PRIME_SETTLE_S)
         self.primes += 1
 
