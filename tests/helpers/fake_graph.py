@@ -240,3 +240,16 @@ def write_fake_replay(out: Any, force: bool, res: Any) -> Any:
     write_replay(rd, [r.to_row() for r in res.rows], res.summary())
     rd.finish("complete")
     return res
+
+
+def watch_enabled(gpu: FakeGraphGPU) -> list[set[int]]:
+    """Record the enabled nodes of every replay of ``gpu`` from now on; returns the (growing) list."""
+    seen: list[set[int]] = []
+    replay = gpu.replay
+
+    def watched() -> None:
+        seen.append(set(gpu.enabled))
+        replay()
+
+    gpu.replay = watched  # type: ignore[method-assign]
+    return seen

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from archline.measurement.attribute.replay import REST, group_nodes, replay_energy
-from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on, watch_enabled
 
 NODES = [
     FakeNode("gemm", 0.004, 600.0),
@@ -45,14 +45,7 @@ def test_isolated_and_marginal_energies_recover_the_truth() -> None:
 def test_memsets_stay_enabled_in_every_replay() -> None:
     nodes = [*NODES, FakeNode("memset", 0.00001, 150.0, kind="memset")]
     gpu = FakeGraphGPU(nodes)
-    seen: list[set[int]] = []
-    replay = gpu.replay
-
-    def watched() -> None:
-        seen.append(set(gpu.enabled))
-        replay()
-
-    gpu.replay = watched  # type: ignore[method-assign]
+    seen = watch_enabled(gpu)
     assert "[memset]" not in group_nodes(gpu.nodes)
     res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=1, marginal=False)
     assert seen and all(6 in s for s in seen)

@@ -10,7 +10,7 @@ import pytest
 
 from archline.measurement.attribute.replay import LUMPED, PINNED, REST, replay_energy
 from archline.measurement.attribute.replay_design import MIN_RESIDUAL_DOF, draw_design, fit_design
-from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, NoisyMeasure
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, NoisyMeasure, watch_enabled
 
 #: A per-replay fixed cost of 0.3 J (3 ms at 100 W): launch and synchronisation.
 FIXED_S, FIXED_W = 0.003, 100.0
@@ -117,14 +117,7 @@ def test_the_time_budget_reduces_the_design_with_a_note() -> None:
 def test_pinned_groups_stay_on_in_every_configuration() -> None:
     nodes = [*step_nodes(0, groups=6), FakeNode("cl", 0.002, 500.0, cluster=(2, 1, 1))]
     gpu = FakeGraphGPU(nodes, fixed_by=None, fixed_s=FIXED_S, fixed_w=FIXED_W)
-    seen: list[set[int]] = []
-    replay = gpu.replay
-
-    def watched() -> None:
-        seen.append(set(gpu.enabled))
-        replay()
-
-    gpu.replay = watched  # type: ignore[method-assign]
+    seen = watch_enabled(gpu)
     res = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=2, marginal=False, design=20, design_seed=3)
     pinned = len(nodes) - 1
     assert seen and all(pinned in s for s in seen)
