@@ -141,7 +141,8 @@ def design_text(d: Mapping[str, Any]) -> str:
         f"{_f(d.get('all_on_error_pct'), '+.2f')} %."
         + (" Its configurations are random prefixes of the step." if d.get("kind") == "prefix" else "")
         + (
-            f" {d['nonfinite_configs']} configurations ended a repetition with the step's state non-finite."
+            f" {d['nonfinite_configs']} configuration{'' if d['nonfinite_configs'] == 1 else 's'} ended a repetition "
+            "with the step's state non-finite."
             if d.get("nonfinite_configs")
             else ""
         )
