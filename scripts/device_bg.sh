@@ -27,7 +27,9 @@ echo "=== driver log"; tail -n 40 "$work/driver.log" 2>/dev/null
 for f in "$work"/out/logs/*.log "$work"/out/*/logs/*.log; do [ -f "$f" ] && { echo "=== $f (last lines)"; tail -n 6 "$f"; }; done
 if [ -f "$work/rc" ]; then
   echo "=== done, rc=$(cat "$work/rc")"
-  cp "$work"/out/*.tar.gz "$work"/out/all/*.tar.gz "$work/driver.log" "${OUT:?}/" 2>/dev/null
+  cp "$work"/out/*.tar.gz "$work/driver.log" "${OUT:?}/" 2>/dev/null
+  # a second device.sh call writes under out/all: its archives have the same names, so they come back as all-*
+  for f in "$work"/out/all/*.tar.gz; do [ -f "$f" ] && cp "$f" "$OUT/all-$(basename "$f")"; done
   # the device tool brings back no file whose name has a '+': the large files come back with '_' instead
   for f in "$work"/out/large-*.gz "$work"/out/all/large-*.gz; do
     [ -f "$f" ] && cp "$f" "$OUT/$(basename "$f" | tr '+' '_')"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
+from archline.measurement.attribute.column_fit import cap_impossible_priors
 from archline.measurement.attribute.prior import KernelPrior, dominance, priors_from_replay
 from archline.measurement.attribute.replay import ReplayResult, ReplayRow
 from tests.helpers.attrib_sim import SimKernel
@@ -119,9 +121,10 @@ def test_no_row_is_fitted_or_marked_identifiable_above_the_power_limit():
     assert sum(r.energy_j for r in res.rows) == pytest.approx(res.total_energy_j, rel=1e-9)
 
 
-def test_a_prior_above_the_power_limit_at_this_runs_call_time_is_dropped_and_named():
+def test_a_prior_above_the_power_limit_at_this_runs_call_time_is_capped_widened_and_named():
     # A replay prior 4x bn_bwd's true energy per call: over the loop's time per call it would draw 1320 W on a
-    # 700 W board. It cannot hold here; the row falls back to the pooled default and the notes say so.
+    # 700 W board. It cannot hold here: capped at the bound and widened by ln(1320 / 735), it says little, the
+    # row stays under the limit, and the notes say so.
     run = steady_loop(LOOP, seed=3)
     truth = run.truth_per_call_j("bn_bwd")
     bad = {"bn_bwd": KernelPrior(4.0 * truth, 0.01 * truth, "replay")}
@@ -131,11 +134,11 @@ def test_a_prior_above_the_power_limit_at_this_runs_call_time_is_dropped_and_nam
         opts = AttributionOptions(buffer_model=LAGGED_BUFFER, power_limit_w=700.0, priors=priors, prior_scale="fixed")
         out[name] = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=opts)
     noted = [n for n in out["bad"].notes if "impossible in this run" in n]
-    assert len(noted) == 1 and "bn_bwd" in noted[0]
+    assert len(noted) == 1 and "bn_bwd" in noted[0] and "capped" in noted[0]
     assert not any("impossible in this run" in n for n in out["good"].notes)
     r = out["bad"].table["bn_bwd"]
-    assert r.dominated_by != "prior" or r.mean_power_w < 700.0
     assert r.mean_power_w < 1.05 * 700.0
+    assert out["bad"].extra["priors"]["bn_bwd"] == "replay"
     # the sane prior is kept and holds the row near its truth (330 W)
     assert out["good"].table["bn_bwd"].mean_power_w == pytest.approx(330.0, rel=0.05)
     assert sum(x.energy_j for x in out["bad"].rows) == pytest.approx(out["bad"].total_energy_j, rel=1e-9)
@@ -269,3 +272,16 @@ def test_a_written_replay_keeps_the_in_step_time_and_the_nan_counts_for_its_prio
     p = read_replay_priors(tmp_path / "r")["gemm"]
     assert p.time_per_call_s == pytest.approx(0.0009)  # the design's time in the step, not the isolated one
     assert p.time_per_call_s == pytest.approx(priors_from_replay(res)["gemm"].time_per_call_s)
+
+
+def test_capping_keeps_a_prior_just_above_the_bound_informative_and_one_far_above_it_vague():
+    pm = np.array([800.0, 2000.0, 500.0, 900.0])
+    psd = np.array([40.0, 20.0, 50.0, 90.0])
+    src = ["replay", "replay", "replay", "default"]
+    upper = np.full(4, 735.0)
+    cm, cs, capped = cap_impossible_priors(pm, psd, src, upper)
+    assert capped == [0, 1]  # under the bound, or the pooled default: left as they are
+    assert cm.tolist() == [735.0, 735.0, 500.0, 900.0] and cs[2:].tolist() == [50.0, 90.0]
+    assert cs[0] / 735.0 == pytest.approx(math.hypot(0.05, math.log(800.0 / 735.0)), rel=1e-12)  # 9.8 %
+    assert cs[1] / 735.0 == pytest.approx(math.hypot(0.01, math.log(2000.0 / 735.0)), rel=1e-12)  # 100 %
+    assert pm[0] == 800.0  # the inputs are not modified

@@ -366,7 +366,7 @@ def attribute_energy(
         notes.append(
             f"{len(cols.impossible_priors)} prior(s) impossible in this run (their energy per call over the time "
             f"per call here exceeds the power limit × {LIMIT_SLACK:g}): {names}{tail}"
-            "; those rows use the pooled default instead"
+            "; capped at that bound, their spread widened by ln(prior / bound)"
         )
     rows, long, clipped_s = _rows(d, s, data, cols, long_e, traced is not None, opts, notes)
     return AttributionResult(
