@@ -1,4 +1,5 @@
-"""benchmarks/design_table.py: the shipped session-9 run sets give docs/data/design_table_s9.txt line for line;
+"""benchmarks/design_table.py: the shipped session-9 and session-10 run sets give docs/data/design_table_s9.txt and
+design_table_s10.txt line for line;
 a run set without a summary is a one-line exit 2."""
 
 from __future__ import annotations
@@ -33,6 +34,17 @@ def test_the_shipped_runs_print_the_table_in_the_docs(capsys: pytest.CaptureFixt
     assert len(got) == 1 + 2 * len(RUNS) - 1  # the last run set has the transformer only
     # the session-8 run predates the non-finite record: '-', not a count of 0
     assert got[1].split()[4] == "-" and got[3].split()[4] == "0"
+
+
+S10 = ROOT / "results" / "h100" / "attribution-s10"
+
+
+def test_the_session_10_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [S10 / "calibration-GPU-9abc3476", S10 / "heldout-capped-priors-GPU-de6a1c5f"]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s10.txt").read_text().splitlines()
+    assert len(got) == 5 and all(line.split()[9:11] == ["yes", "yes"] for line in got[1:])  # primed, kept
 
 
 def test_a_run_set_without_a_summary_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
