@@ -41,7 +41,7 @@ WORKLOADS = ("resnet50", "transformer")
 KERNEL_KINDS = ("kernel", "memcpy", "memset")
 
 
-def make_step(name: str, device: str) -> Any:
+def make_step(name: str, device: str, transformer_batch: int = 16) -> Any:
     """The workload's training step (a zero-argument callable)."""
     if name == "resnet50":
         from train_resnet import make_step as resnet_step
@@ -50,17 +50,17 @@ def make_step(name: str, device: str) -> Any:
     if name == "transformer":
         from transformer_step import make_step as transformer_step
 
-        return transformer_step(device)
+        return transformer_step(device, batch=transformer_batch)
     raise ValueError(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
 
 
-def loop(name: str, seconds: float) -> int:
+def loop(name: str, seconds: float, transformer_batch: int = 16) -> int:
     """The traced program: warm up, then train for ``seconds``; prints steps and time per step.
 
     ``archline run --gpu N`` shows the program GPU N alone (``CUDA_VISIBLE_DEVICES``), so it is ``cuda``."""
     import torch
 
-    step = make_step(name, "cuda")
+    step = make_step(name, "cuda", transformer_batch)
     for _ in range(3):
         step()
     torch.cuda.synchronize()
@@ -224,7 +224,7 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     replay_rows: list[dict[str, Any]] = []
     replay_summary: dict[str, Any] = {}
     try:
-        step = make_step(name, f"cuda:{a.gpu}")
+        step = make_step(name, f"cuda:{a.gpu}", a.transformer_batch)
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
                               design_kind=a.design_kind, prime=not a.no_prime,
@@ -250,7 +250,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "archline", "run", "-o", str(run_dir), "--force", "--gpu", str(a.gpu),
            *(["--prior-replay", str(replay_dir)] if replay_rows else []), "--top", "15",
            "--trace-duty", a.trace_duty, "--",
-           sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds)]  # fmt: skip
+           sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds),
+           "--transformer-batch", str(a.transformer_batch)]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
     print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n", flush=True)
     att_path = run_dir / "attribution.json"
@@ -301,9 +302,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="capture with the step's memory reused, as PyTorch does (kept apart by default, session 9)",
     )
+    ap.add_argument(
+        "--transformer-batch",
+        type=int,
+        default=16,
+        help="the transformer's batch of 512-token sequences (16: a 5.4 ms step on an H100, shorter than the power "
+        "buffer's 20 ms windows; 128 makes each step's phases span them)",
+    )
     a = ap.parse_args(argv)
+    if a.transformer_batch < 1:
+        ap.error(f"--transformer-batch: {a.transformer_batch} is not a positive batch")
     if a.loop:
-        return loop(a.loop, a.seconds or 10.0)
+        return loop(a.loop, a.seconds or 10.0, a.transformer_batch)
     if a.out is None:
         ap.error("--out DIR is required")
     if a.design == "none":

@@ -34,7 +34,7 @@
 #   nanprobe        benchmarks/nan_probe.py (which groups make NaN switched off alone; halves with them kept on)
 #   gputest         the tests marked gpu (tests/gpu) against the installed wheel
 #
-# Environment: QUICK=1 passes --quick where a step has it. ON_GPU=N runs the replay and attribution
+# Environment: QUICK=1 passes --quick where a step has it. ATTRIBUTION_ARGS adds arguments to the attribution step. ON_GPU=N runs the replay and attribution
 # steps on GPU N (default 0). SKIP_INSTALL=1 reuses the archline an earlier call installed. Wheels of packages the machine lacks
 # (hatchling to build the wheel, cupti-python, dask...) are taken from .whl/ when present.
 # archline never changes clocks, power limits or persistence mode; neither does this script.
@@ -93,7 +93,7 @@ for s in "$@"; do
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
     replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay" --gpu ${ON_GPU:-0} \
               --only ${REPLAY_ONLY:-resnet50,transformer} --budget-s ${REPLAY_BUDGET_S:-180} ${REPLAY_ARGS:-} "${q[@]}" ;;
-    attribution) step attribution ${ATTRIBUTION_LIMIT:-900} python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} "${q[@]}" ;;
+    attribution) step attribution ${ATTRIBUTION_LIMIT:-900} python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} ${ATTRIBUTION_ARGS:-} "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
     model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;
