@@ -40,11 +40,15 @@ S10 = ROOT / "results" / "h100" / "attribution-s10"
 
 
 def test_the_session_10_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
-    runs = [S10 / "calibration-GPU-9abc3476", S10 / "heldout-capped-priors-GPU-de6a1c5f"]
+    runs = [
+        S10 / "calibration-GPU-9abc3476",
+        S10 / "heldout-capped-priors-GPU-de6a1c5f",
+        S10 / "long-step-transformer-batch128-GPU-1da8ba88",
+    ]
     assert _load().main([str(r) for r in runs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s10.txt").read_text().splitlines()
-    assert len(got) == 5 and all(line.split()[9:11] == ["yes", "yes"] for line in got[1:])  # primed, kept
+    assert len(got) == 6 and all(line.split()[9:11] == ["yes", "yes"] for line in got[1:])  # primed, kept
 
 
 def test_a_run_set_without_a_summary_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
