@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -285,3 +286,28 @@ def test_capping_keeps_a_prior_just_above_the_bound_informative_and_one_far_abov
     assert cs[0] / 735.0 == pytest.approx(math.hypot(0.05, math.log(800.0 / 735.0)), rel=1e-12)  # 9.8 %
     assert cs[1] / 735.0 == pytest.approx(math.hypot(0.01, math.log(2000.0 / 735.0)), rel=1e-12)  # 100 %
     assert pm[0] == 800.0  # the inputs are not modified
+
+
+def test_a_capped_prior_stays_out_of_the_scale_calibration_and_is_named_with_its_power():
+    # Every kernel has its true energy per call as a replay prior, except bn_bwd: 2.5x its truth, 825 W over the
+    # loop's time per call on a 700 W board. Calibrated ("fit"), the scale must come from the other seven alone,
+    # and bn_bwd's capped prior must not be scaled back over the bound nor identify its row as calibrated.
+    run = steady_loop(LOOP, seed=5)
+    priors = {
+        k.name: KernelPrior(run.truth_per_call_j(k.name), 0.05 * run.truth_per_call_j(k.name), "replay")
+        for k in KERNELS
+    }
+    priors["bn_bwd"] = KernelPrior(2.5 * run.truth_per_call_j("bn_bwd"), 0.01 * run.truth_per_call_j("bn_bwd"))
+    opts = AttributionOptions(buffer_model=LAGGED_BUFFER, power_limit_w=700.0, priors=priors, prior_scale="fit")
+    res = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=opts)
+    noted = [n for n in res.notes if "impossible in this run" in n]
+    assert len(noted) == 1 and "left out of the priors' scale" in noted[0] and "capped at 735 W" in noted[0]
+    named = re.search(r"bn_bwd \((\d+) W\)", noted[0])
+    assert named is not None and float(named.group(1)) == pytest.approx(825.0, rel=0.01)
+    assert res.extra["capped_priors_w"] == {"bn_bwd": pytest.approx(825.0, rel=0.01)}
+    fit = res.extra["prior_fit"]["replay"]
+    assert fit["columns"] == len(KERNELS) - 1 and fit["scale"] == pytest.approx(1.0, abs=0.1)
+    r = res.table["bn_bwd"]
+    assert r.mean_power_w <= 1.05 * 700.0 + 1e-6 and "calibrated on this run" not in r.note
+    # the seven sane priors hold their rows near the truth
+    assert res.table["conv_bwd"].mean_power_w == pytest.approx(520.0, rel=0.05)

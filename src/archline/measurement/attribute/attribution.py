@@ -360,14 +360,22 @@ def attribute_energy(
     cols = _fit(d, data, opts)
     notes += [f.note() for f in cols.scale_fits]
     if cols.impossible_priors:
-        names = ", ".join(d.col_names[k][:60] for k in cols.impossible_priors[:3])
-        more = len(cols.impossible_priors) - 3
+        named = [
+            f"{d.col_names[k][:60]} ({w:.0f} W)"
+            for k, w in zip(cols.impossible_priors, cols.impossible_prior_w, strict=True)
+        ]
+        more = len(named) - 3
         tail = f" and {more} more" if more > 0 else ""
+        bound = f"{LIMIT_SLACK * opts.power_limit_w:.0f} W" if opts.power_limit_w else "the bound"
         notes.append(
-            f"{len(cols.impossible_priors)} prior(s) impossible in this run (their energy per call over the time "
-            f"per call here exceeds the power limit × {LIMIT_SLACK:g}): {names}{tail}"
-            "; capped at that bound, their spread widened by ln(prior / bound)"
+            f"{len(named)} prior(s) impossible in this run (their energy per call over the time per call here "
+            f"exceeds the power limit × {LIMIT_SLACK:g}): {', '.join(named[:3])}{tail}; each is capped at {bound}, "
+            "its relative spread combined in quadrature with ln(prior / bound), and left out of the priors' "
+            "scale calibration"
         )
+        extra_capped = {d.col_names[k]: w for k, w in zip(cols.impossible_priors, cols.impossible_prior_w, strict=True)}
+    else:
+        extra_capped = {}
     rows, long, clipped_s = _rows(d, s, data, cols, long_e, traced is not None, opts, notes)
     return AttributionResult(
         rows=rows,
@@ -401,5 +409,6 @@ def attribute_energy(
             "priors": {d.col_names[k]: s_ for k, s_ in cols.prior_source.items() if s_ != "default"},
             "prior_scale": opts.prior_scale,
             "prior_fit": {f.source: f.to_json() for f in cols.scale_fits},
+            "capped_priors_w": extra_capped,
         },
     )

@@ -47,8 +47,10 @@ class ColumnFit:
     calibrated: set[str]
     scale_fits: list[ScaleFit]
     #: Columns whose prior was impossible here (its energy per call over this run's time per call above the
-    #: power limit × slack): capped at the bound and widened (:func:`cap_impossible_priors`).
+    #: power limit × slack): capped at the bound and widened (:func:`cap_impossible_priors`), and left out of
+    #: the scale's calibration; ``impossible_prior_w`` their prior power (W) before the cap.
     impossible_priors: tuple[int, ...] = ()
+    impossible_prior_w: tuple[float, ...] = ()
 
 
 def cap_impossible_priors(pm: F64, psd: F64, src: list[str], upper: F64) -> tuple[F64, F64, list[int]]:
@@ -143,10 +145,13 @@ def fit_columns(
     pm, psd, prior_src = prior_arrays(d, active, pm, psd, priors)
     ctx = prior_context_spread(d, active, priors)
     upper = power_bounds(d, active, power_limit_w)
-    # Before the scale is calibrated, on purpose: a prior the board cannot draw would pull the source's scale
-    # down; capped and widened, it counts for what it still says.
+    # Before the scale is calibrated, on purpose: a prior the board cannot draw would pull its source's scale
+    # down. A capped prior then stays out of the calibration (given as it is, like the pooled default): scaled,
+    # its mean would go back over the bound and pin its row there (review of session 10).
+    over_w = pm.copy()
     pm, psd, bad = cap_impossible_priors(pm, psd, prior_src, upper)
-    pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx)
+    calib_src = ["default" if j in bad else s for j, s in enumerate(prior_src)]
+    pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, calib_src, context_rel_sd=ctx)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
     at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
@@ -171,4 +176,5 @@ def fit_columns(
         calibrated={f.source for f in scale_fits if f.calibrated},
         scale_fits=scale_fits,
         impossible_priors=tuple(int(active[j]) for j in bad),
+        impossible_prior_w=tuple(float(over_w[j]) for j in bad),
     )

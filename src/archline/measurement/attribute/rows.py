@@ -213,7 +213,8 @@ def column_rows(
         identifiable = bool(t_short == 0 or cols.data_weight[k] >= min_data_weight)
         src = cols.prior_source.get(k, "default")
         note = "" if identifiable else row_note(k, d.col_names, cols.fit, cols.active, src)
-        if not identifiable and cols.prior_source.get(k) in cols.calibrated and e > 0:
+        calibrated = cols.prior_source.get(k) in cols.calibrated and k not in cols.impossible_priors
+        if not identifiable and calibrated and e > 0:
             # A prior calibrated on these windows is evidence too: narrow enough, the row is identified.
             half = max(e - e_lo, e_hi - e) / e
             if half <= calibrated_max_rel_half:
