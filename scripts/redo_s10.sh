@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Redo session 10's five attributions on a CPU with the current rule, from their shipped CUPTI traces, each on a copy of
+# its run directory (the redo rewrites it); logs beside the runs' own, redo-s10-<rule>-<board>-<workload>.log.
+#
+#   scripts/redo_s10.sh RULE     (RULE names the rule in the logs' names, e.g. capped-uncalibrated)
+set -eu
+rule=${1:?name the rule}
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+py=${PYTHON:-python3}
+S=results/h100/attribution-s10
+L=results/h100/bench/attribution-real
+tmp=$(mktemp -d)
+for set in calibration-GPU-9abc3476 heldout-capped-priors-GPU-de6a1c5f long-step-transformer-batch128-GPU-1da8ba88; do
+  board=${set##*-GPU-}
+  for w in resnet50 transformer; do
+    [ -d "$S/$set/$w-run" ] || continue
+    cp -r "$S/$set/$w-run" "$tmp/$set-$w"
+    log="$L/redo-s10-$rule-GPU-$board-$w.log"
+    { echo "# scripts/redo_s10.sh $rule at $(git rev-parse --short HEAD): python benchmarks/redo_attribution.py $S/$set/$w-run" \
+        "--cupti $S/$set/$w-run/raw/cupti/*.bin.gz --prior-replay $S/$set/$w-replay (on a copy of the run directory)"
+      "$py" benchmarks/redo_attribution.py "$tmp/$set-$w" --cupti "$tmp/$set-$w"/raw/cupti/*.bin.gz \
+        --prior-replay "$S/$set/$w-replay" 2>&1; } >"$log"
+    echo "$log"; grep -E "identifiable:|with ±15|scale " "$log" | sed 's/^/   /'
+  done
+done
+rm -rf "$tmp"
