@@ -148,6 +148,8 @@ def analyse(
             "diff_pct": diff, "context_per_call_j": cx[0] if cx else None, "diff_context_pct": diff_ctx,
         })  # fmt: skip
     compared = [t for t in top_rows if t["diff_pct"] is not None]
+    # Rows the fit pinned at the bound (limit × 1.05): the bound, not the data or a prior, set their power.
+    at_bound = [r for r in kernels if limit and _f(r.get("mean_power_w")) >= 0.999 * 1.05 * float(limit)]
     total = _f(result.get("total_energy_j"))
     rows_sum = sum(_f(r["energy_j"]) for r in rows)
     return {
@@ -161,6 +163,7 @@ def analyse(
         "dominated_by_share": dominance,
         "power_limit_w": limit,
         "identifiable_rows_above_limit": above,
+        "at_bound_share": sum(_f(r["energy_j"]) for r in at_bound) / e_kernels if e_kernels else math.nan,
         "rows_vs_counter_pct": (rows_sum / total - 1.0) * 100.0 if total else math.nan,
         "residual_share": sum(_f(r["energy_j"]) for r in rows if r.get("kind") == "residual") / total
         if total
@@ -201,6 +204,8 @@ def report(name: str, s: Mapping[str, Any]) -> None:
     print(f"  identifiable: {100 * s['identifiable_share']:.1f} % of kernel energy; energy-weighted median 95 % "
           f"half-width {s['median_half_width_pct']:.1f} %; dominated by: "
           + ", ".join(f"{k} {100 * v:.0f} %" for k, v in s["dominated_by_share"].items()), flush=True)  # fmt: skip
+    if s.get("at_bound_share") is not None and math.isfinite(s["at_bound_share"]):
+        print(f"  at the power bound (limit × 1.05): {100 * s['at_bound_share']:.1f} % of kernel energy", flush=True)
     for t in s["top"]:
         rp = f"{t['replay_per_call_j'] * 1e3:.4g} mJ" if t["replay_per_call_j"] is not None else "—"
         d = f"{t['diff_pct']:+.1f} %" if t["diff_pct"] is not None else "no replay row"
@@ -336,7 +341,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     board = f"{static.get('name')} {str(static.get('uuid'))[:12]}"
     print(f"board: {board}", flush=True)
     a.out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"board": board, "quick": a.quick, "seconds": a.seconds, "workloads": {}}
+    summary: dict[str, Any] = {
+        "board": board,
+        "quick": a.quick,
+        "seconds": a.seconds,
+        "transformer_batch": a.transformer_batch,
+        "workloads": {},
+    }
     for name in a.only.split(","):
         try:
             summary["workloads"][name] = run_workload(name, a)

@@ -66,6 +66,11 @@ def test_analysis_figures_of_a_simulated_run(bench, simulated):
     # An identifiable row above the limit fails the check.
     hot = dict(result, rows=[dict(r, mean_power_w=800.0) if r["name"] == "gemm" else r for r in result["rows"]])
     assert bench.analyse(hot, replay)["identifiable_rows_above_limit"] == ["gemm"]
+    # No row sits at the bound here; one pinned at 735 W counts its energy there.
+    assert s["at_bound_share"] == 0.0
+    pinned = dict(result, rows=[dict(r, mean_power_w=735.0) if r["name"] == "norm" else r for r in result["rows"]])
+    e = {r["name"]: r["energy_j"] for r in result["rows"]}
+    assert bench.analyse(pinned, replay)["at_bound_share"] == pytest.approx(e["norm"] / s["kernel_energy_j"])
 
 
 def test_report_prints_every_top_row(bench, simulated, capsys):
