@@ -148,8 +148,10 @@ def analyse(
             "diff_pct": diff, "context_per_call_j": cx[0] if cx else None, "diff_context_pct": diff_ctx,
         })  # fmt: skip
     compared = [t for t in top_rows if t["diff_pct"] is not None]
-    # Rows the fit pinned at the bound (limit × 1.05): the bound, not the data or a prior, set their power.
-    at_bound = [r for r in kernels if limit and _f(r.get("mean_power_w")) >= 0.999 * 1.05 * float(limit)]
+    # Rows the fit pinned at the bound (limit × slack): the bound, not the data or a prior, set their power.
+    from archline.measurement.attribute.buffer_fit import LIMIT_SLACK
+
+    at_bound = [r for r in kernels if limit and _f(r.get("mean_power_w")) >= 0.999 * LIMIT_SLACK * float(limit)]
     total = _f(result.get("total_energy_j"))
     rows_sum = sum(_f(r["energy_j"]) for r in rows)
     return {
@@ -163,7 +165,7 @@ def analyse(
         "dominated_by_share": dominance,
         "power_limit_w": limit,
         "identifiable_rows_above_limit": above,
-        "at_bound_share": sum(_f(r["energy_j"]) for r in at_bound) / e_kernels if e_kernels else math.nan,
+        "at_bound_share": sum(_f(r["energy_j"]) for r in at_bound) / e_kernels if e_kernels and limit else math.nan,
         "rows_vs_counter_pct": (rows_sum / total - 1.0) * 100.0 if total else math.nan,
         "residual_share": sum(_f(r["energy_j"]) for r in rows if r.get("kind") == "residual") / total
         if total

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Redo session 10's five attributions on a CPU with the current rule, from their shipped CUPTI traces, each on a copy of
-# its run directory (the redo rewrites it); logs beside the runs' own, redo-s10-<rule>-<board>-<workload>.log.
+# its run directory (the redo rewrites it); logs beside the runs' own, redo-s10-<rule>-<board>-<workload>.log, each with
+# the redone attribution.json beside it.
 #
 #   scripts/redo_s10.sh RULE     (RULE names the rule in the logs' names, e.g. capped-uncalibrated)
 set -eu
@@ -21,7 +22,8 @@ for set in calibration-GPU-9abc3476 heldout-capped-priors-GPU-de6a1c5f long-step
         "--cupti $S/$set/$w-run/raw/cupti/*.bin.gz --prior-replay $S/$set/$w-replay (on a copy of the run directory)"
       "$py" benchmarks/redo_attribution.py "$tmp/$set-$w" --cupti "$tmp/$set-$w"/raw/cupti/*.bin.gz \
         --prior-replay "$S/$set/$w-replay" 2>&1; } >"$log"
-    echo "$log"; grep -E "identifiable:|with ±15|scale " "$log" | sed 's/^/   /'
+    cp "$tmp/$set-$w/attribution.json" "${log%.log}.attribution.json"  # every capped prior, extra.capped_priors_w
+    echo "$log"; grep -E "identifiable:|with ±15|scale |at the power bound" "$log" | sed 's/^/   /'
   done
 done
 rm -rf "$tmp"

@@ -311,3 +311,24 @@ def test_a_capped_prior_stays_out_of_the_scale_calibration_and_is_named_with_its
     assert r.mean_power_w <= 1.05 * 700.0 + 1e-6 and "calibrated on this run" not in r.note
     # the seven sane priors hold their rows near the truth
     assert res.table["conv_bwd"].mean_power_w == pytest.approx(520.0, rel=0.05)
+
+
+def test_a_column_left_out_of_the_calibration_keeps_replays_floor_and_is_not_scaled():
+    from archline.measurement.attribute.prior_fit import fit_priors
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.0, 0.01, size=(200, 4))
+    truth = np.array([300.0, 400.0, 500.0, 735.0])
+    y = x @ truth * 1.2 + rng.normal(0.0, 0.01, 200)  # every column draws 1.2x its prior
+    pm = truth.copy()
+    psd = np.array([15.0, 20.0, 25.0, 0.02 * 735.0])
+    src = ["replay"] * 4
+    left = np.array([False, False, False, True])
+    for mode in ("fixed", "fit"):
+        m, sd, fits = fit_priors(mode, x, y, pm, psd, src, uncalibrated=left)
+        assert m[3] == 735.0  # never scaled back over the bound
+        assert sd[3] == pytest.approx(0.15 * 735.0)  # taken as given: replay's floor, not its 2 %
+    m, sd, fits = fit_priors("fit", x, y, pm, psd, src, uncalibrated=left)
+    (f,) = fits
+    assert f.columns == 3 and f.scale == pytest.approx(1.2, rel=0.05)
+    assert m[:3] == pytest.approx(1.2 * truth[:3], rel=0.05)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -71,6 +72,8 @@ def test_analysis_figures_of_a_simulated_run(bench, simulated):
     pinned = dict(result, rows=[dict(r, mean_power_w=735.0) if r["name"] == "norm" else r for r in result["rows"]])
     e = {r["name"]: r["energy_j"] for r in result["rows"]}
     assert bench.analyse(pinned, replay)["at_bound_share"] == pytest.approx(e["norm"] / s["kernel_energy_j"])
+    unbounded = dict(result, extra={k: v for k, v in result["extra"].items() if k != "power_limit_w"})
+    assert math.isnan(bench.analyse(unbounded, replay)["at_bound_share"])  # no limit: unknown, not 0 %
 
 
 def test_report_prints_every_top_row(bench, simulated, capsys):

@@ -1,4 +1,4 @@
-"""benchmarks/fold_coverage.py: prints docs/data/fold_coverage.txt; the fold holds the truth about as often as stated."""
+"""benchmarks/fold_coverage.py prints docs/data/fold_coverage.txt; the fold holds the truth about as often as stated."""
 
 from __future__ import annotations
 

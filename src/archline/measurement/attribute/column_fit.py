@@ -146,12 +146,12 @@ def fit_columns(
     ctx = prior_context_spread(d, active, priors)
     upper = power_bounds(d, active, power_limit_w)
     # Before the scale is calibrated, on purpose: a prior the board cannot draw would pull its source's scale
-    # down. A capped prior then stays out of the calibration (given as it is, like the pooled default): scaled,
-    # its mean would go back over the bound and pin its row there (review of session 10).
+    # down. A capped prior then stays out of the calibration, taken as given (with replay's floor where it
+    # carries no measured spread): scaled, its mean would go back over the bound and pin its row there.
     over_w = pm.copy()
     pm, psd, bad = cap_impossible_priors(pm, psd, prior_src, upper)
-    calib_src = ["default" if j in bad else s for j, s in enumerate(prior_src)]
-    pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, calib_src, context_rel_sd=ctx)
+    left_out = np.isin(np.arange(pm.size), bad)
+    pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx, uncalibrated=left_out)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
     at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)

@@ -295,11 +295,13 @@ def fit_priors(
     *,
     fixed_min_rel_sd: float = REPLAY_MIN_REL_SD,
     context_rel_sd: F64 | None = None,
+    uncalibrated: NDArray[np.bool_] | None = None,
 ) -> tuple[F64, F64, list[ScaleFit]]:
     """The priors the power fit uses: ``fit`` calibrates them (:func:`calibrate_priors`), ``fixed`` takes them as given.
 
-    Replay priors taken as given (``fixed``, or a source too small to calibrate) keep the old floor of
-    ``fixed_min_rel_sd`` of their mean.
+    Replay priors taken as given (``fixed``, a source too small to calibrate, or a column marked in
+    ``uncalibrated``, which stays out of its source's calibration) keep the old floor of ``fixed_min_rel_sd``
+    of their mean unless they carry a measured context spread.
     """
     if mode not in ("fit", "fixed"):
         raise ValueError(f"unknown prior_scale {mode!r} (fit or fixed)")
@@ -307,10 +309,14 @@ def fit_priors(
     psd = np.asarray(prior_sd_w, np.float64)
     fits: list[ScaleFit] = []
     ctx = np.full(pm.size, math.nan) if context_rel_sd is None else np.asarray(context_rel_sd, np.float64)
-    if mode == "fit" and any(s != "default" for s in sources):
-        pm, psd, fits = calibrate_priors(x, y, window_noise_var(x, y), pm, psd, sources, context_rel_sd=ctx)
+    left_out = np.zeros(pm.size, bool) if uncalibrated is None else np.asarray(uncalibrated, bool)
+    calib_src = ["default" if out else s for s, out in zip(sources, left_out, strict=True)]
+    if mode == "fit" and any(s != "default" for s in calib_src):
+        pm, psd, fits = calibrate_priors(x, y, window_noise_var(x, y), pm, psd, calib_src, context_rel_sd=ctx)
     calibrated = {f.source for f in fits if f.calibrated}
-    given = np.array([s != "default" and s not in calibrated for s in sources], bool)
+    given = np.array(
+        [s != "default" and (s not in calibrated or out) for s, out in zip(sources, left_out, strict=True)]
+    )
     # Priors taken as given: with a measured context spread their σ already holds it; else replay's old floor.
     with_ctx = given & np.isfinite(ctx)
     floor = given & ~with_ctx & np.array([s == "replay" for s in sources], bool)
