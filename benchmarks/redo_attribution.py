@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prior-scale", choices=("fit", "fixed"), default="fit")
     ap.add_argument("--fit-source", choices=("buffer", "counter"), default="buffer")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
     a = ap.parse_args(argv)
 
     from archline.errors import ArchlineError
@@ -117,6 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     if not obj:
         obj = {"rows": [r.to_row() for r in result.rows], "total_energy_j": result.total_energy_j,
                "extra": dict(result.extra)}  # fmt: skip
+    if a.save is not None:
+        tmp = a.save.with_name(a.save.name + ".tmp")
+        tmp.write_text(json.dumps(obj, indent=1, default=str), encoding="utf-8")
+        tmp.replace(a.save)  # atomic: an interrupted redo leaves no half-written file
     names = demangle([str(r.get("group", "")) for r in replay_rows])
     s = analyse(obj, replay_rows, names=names, power_limit_w=opts.power_limit_w)
     s["notes"] = list(result.notes)

@@ -21,8 +21,10 @@ for set in calibration-GPU-9abc3476 heldout-capped-priors-GPU-de6a1c5f long-step
     { echo "# scripts/redo_s10.sh $rule at $(git rev-parse --short HEAD): python benchmarks/redo_attribution.py $S/$set/$w-run" \
         "--cupti $S/$set/$w-run/raw/cupti/*.bin.gz --prior-replay $S/$set/$w-replay (on a copy of the run directory)"
       "$py" benchmarks/redo_attribution.py "$tmp/$set-$w" --cupti "$tmp/$set-$w"/raw/cupti/*.bin.gz \
-        --prior-replay "$S/$set/$w-replay" 2>&1; } >"$log"
-    cp "$tmp/$set-$w/attribution.json" "${log%.log}.attribution.json"  # every capped prior, extra.capped_priors_w
+        --prior-replay "$S/$set/$w-replay" --save "${log%.log}.attribution.json" 2>&1
+      "$py" -c 'import json, sys; c = json.load(open(sys.argv[1]))["extra"]["capped_priors_w"]
+print(f"capped priors: {len(c)}" + (f", {min(c.values()):.0f} to {max(c.values()):.0f} W over the loop time per call" if c else ""))' \
+        "${log%.log}.attribution.json"; } >"$log"
     echo "$log"; grep -E "identifiable:|with ±15|scale |at the power bound" "$log" | sed 's/^/   /'
   done
 done

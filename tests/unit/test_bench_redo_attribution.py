@@ -38,13 +38,18 @@ def test_a_run_without_its_activities_is_rebuilt_from_the_gzipped_trace(
     gz = tmp_path / f"large-h100+run+cupy-mix-inject+raw+cupti+{bin_.name}.gz"
     gz.write_bytes(gzip.compress(bin_.read_bytes()))
     shutil.rmtree(d / "raw" / "cupti")
-    assert redo.main([str(d), "--cupti", str(gz), "--json"]) == 0
+    saved = tmp_path / "redone.json"
+    assert redo.main([str(d), "--cupti", str(gz), "--json", "--save", str(saved)]) == 0
     out = capsys.readouterr().out
     assert "rebuilt" in out and "1809 records" in out
     s = json.loads(out[out.index("{") :])
     stored = json.loads((RUN / "attribution.json").read_text())
     kernels = [r for r in stored["rows"] if r["kind"] in ("kernel", "memcpy", "memset")]
     assert s["kernel_rows"] == len(kernels) and s["kernel_energy_j"] > 0
+    # --save writes the redone attribution itself, not the run's stored one
+    redone = json.loads(saved.read_text())
+    assert sum(r["energy_j"] for r in redone["rows"]) == pytest.approx(redone["total_energy_j"], rel=1e-9)
+    assert "capped_priors_w" in redone["extra"] and not list(tmp_path.glob("*.tmp"))
 
 
 def test_bad_input_is_one_line_and_exit_2(redo: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
