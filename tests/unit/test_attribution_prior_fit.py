@@ -287,6 +287,7 @@ def test_a_measured_spread_is_kept_where_the_windows_cannot_tell():
     (f,) = fits
     assert f.rho_measured == 0.04 and f.rho_used == pytest.approx(0.04) and f.at_grid_top
     assert "measured per-kernel spread" in f.note() and "cannot bound ρ from above" in f.note()
+    assert "at least √2 × 4.0 % = 5.7 % (1 σ)" in f.note()  # the floor replay's fold puts on a leaning row
     assert abs(f.scale - 0.9) <= 3 * f.scale_se + 0.01
     rel = psd[:k] / pm[:k]
     assert np.all(rel < 0.08) and np.all(rel > 0.04)

@@ -117,6 +117,13 @@ class ScaleFit:
                 )
                 + f"; spread used {100 * self.rho_used:.1f} %"
                 + (" — the windows contradict the measured spread, so theirs is used" if self.refuted else "")
+                + (
+                    f"; graph replay's design folds at least √2 × {100 * self.rho_measured:.1f} % = "
+                    f"{100 * math.sqrt(2.0) * self.rho_measured:.1f} % (1 σ) into each of these priors, so a row "
+                    "that leans on one is at least that uncertain"
+                    if not self.refuted
+                    else ""
+                )
             )
         head = (
             f"{self.source} priors ({self.columns} kernels) calibrated on the windows: in-context/isolated scale "
