@@ -1,6 +1,6 @@
 """Redo an ``archline run`` attribution on a CPU, from the run directory's raw traces, with other options.
 
-    python benchmarks/redo_attribution.py RUN_DIR [--cupti FILE.bin[.gz] ...] [--prior-replay DIR]
+    python benchmarks/redo_attribution.py RUN_DIR [--cupti FILE.bin[.gz|.xz] ...] [--prior-replay DIR]
         [--prior-scale fit|fixed] [--fit-source buffer|counter] [--json]
 
 For iterating the attribution method on real GPU data without a GPU. The board's power limit and the power
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import lzma
 import json
 import re
 import shutil
@@ -42,8 +43,9 @@ def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
             name = found.group(0) if found else ""
             # The reader takes the injection library's own names (cupti-<pid>[-<time>].bin).
             dst = Path(tmp) / (name if name.startswith("cupti-") and name.endswith(".bin") else f"cupti-{i}.bin")
-            if f.suffix == ".gz":
-                with gzip.open(f, "rb") as src, dst.open("wb") as out:
+            if f.suffix in (".gz", ".xz"):
+                opener = gzip.open if f.suffix == ".gz" else lzma.open
+                with opener(f, "rb") as src, dst.open("wb") as out:
                     shutil.copyfileobj(src, out)
             else:
                 shutil.copyfile(f, dst)
@@ -64,7 +66,7 @@ def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
-    ap.add_argument("--cupti", type=Path, nargs="*", default=[], help="raw CUPTI trace(s), .bin or .bin.gz")
+    ap.add_argument("--cupti", type=Path, nargs="*", default=[], help="raw CUPTI trace(s), .bin, .bin.gz or .bin.xz")
     ap.add_argument("--prior-replay", type=Path, help="a replay run directory whose energies become priors")
     ap.add_argument("--prior-scale", choices=("fit", "fixed"), default="fit")
     ap.add_argument("--fit-source", choices=("buffer", "counter"), default="buffer")
