@@ -32,6 +32,8 @@
 #                   it found them, and measure the step at the energy it has on real data; ~2 min) and
 #                   benchmarks/graph_vs_eager.py (the same step eager against replayed; ~1.5 min)
 #   nanprobe        benchmarks/nan_probe.py (which groups make NaN switched off alone; halves with them kept on)
+#   burst           benchmarks/burst_power.py (a bf16 GEMM's board power between idle gaps against the power limit;
+#                   ~2 min)
 #   gputest         the tests marked gpu (tests/gpu) against the installed wheel
 #
 # Environment: QUICK=1 passes --quick where a step has it. ATTRIBUTION_ARGS adds arguments to the attribution step. ON_GPU=N runs the replay and attribution
@@ -99,13 +101,14 @@ for s in "$@"; do
     model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;
     probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
     overhead) ow=/tmp/archline-overhead-${ON_GPU:-0}; ov=overhead-${OVERHEAD_WORKLOADS:-all}
-              step $ov 570 python3 "$B/bench_run_overhead.py" --gpu ${ON_GPU:-0} --cpus ${OVERHEAD_CPUS:-auto} \
+              step $ov ${OVERHEAD_LIMIT:-570} python3 "$B/bench_run_overhead.py" --gpu ${ON_GPU:-0} --cpus ${OVERHEAD_CPUS:-auto} \
                 --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} \
                 --min-block-s ${OVERHEAD_BLOCK_S:-10} --out $ow
               mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
     datacheck) step datacheck 300 python3 "$B/replay_data_check.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/replay_data_check.json"
                step graph_vs_eager 200 python3 "$B/graph_vs_eager.py" --gpu ${ON_GPU:-0} --rounds 2 --json "$OUT/logs/graph_vs_eager.json" ;;
     nanprobe) step nanprobe ${NANPROBE_LIMIT:-420} python3 "$B/nan_probe.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/nan_probe${NANPROBE_TAG:-}.json" ${NANPROBE_ARGS:-} ;;
+    burst) step burst 300 python3 "$B/burst_power.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/burst_power.json" ;;
     gputest) step gputest 200 python3 -m pytest -q -p no:cacheprovider --rootdir "$here" -c "$here/pyproject.toml" -m gpu "$here/tests/gpu" ;;
     node) step node 400 python3 "$B/validate_node.py" --out "$R/node" ;;
     noderun) step noderun 230 python3 "$B/validate_node.py" --out "$R/noderun" --only run --budget-s 220 ;;
