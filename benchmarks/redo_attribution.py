@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import lzma
 import json
+import lzma
 import re
 import shutil
 import sys
@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prior-replay", type=Path, help="a replay run directory whose energies become priors")
     ap.add_argument("--prior-scale", choices=("fit", "fixed"), default="fit")
     ap.add_argument("--fit-source", choices=("buffer", "counter"), default="buffer")
+    ap.add_argument("--no-ceiling", action="store_true", help="bound every row by the limit (before session 11)")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
     a = ap.parse_args(argv)
@@ -96,6 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     limit = (manifest.get("extra") or {}).get("power_limit_w")
     if isinstance(limit, int | float) and limit > 0:
         opts = replace(opts, power_limit_w=float(limit))
+    if a.no_ceiling:
+        opts = replace(opts, power_ceiling_w=0.0)
+    else:
+        from archline.measurement.attribute.ceiling import shipped_burst_ceiling
+
+        ceiling = shipped_burst_ceiling(str(gpu.get("name") or ""))
+        if ceiling is not None:
+            opts = replace(opts, power_ceiling_w=ceiling.power_w)
+            print(f"burst ceiling: {ceiling.describe()}", flush=True)
     try:
         static = {"uuid": gpu.get("uuid"), "driver_version": gpu.get("driver_version"), "name": gpu.get("name")}
         choice = choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))

@@ -114,12 +114,20 @@ def analyse(
     for r in kernels:
         key = str(r.get("dominated_by") or "data")
         dominance[key] = dominance.get(key, 0.0) + _f(r["energy_j"]) / e_kernels if e_kernels else math.nan
-    limit = power_limit_w if power_limit_w is not None else (result.get("extra") or {}).get("power_limit_w")
-    above = [
-        r["name"]
-        for r in ident
-        if limit and _f(r["mean_power_w"]) > 1.05 * float(limit)  # an identifiable row above the limit: a defect
-    ]
+    extra = result.get("extra") or {}
+    limit = power_limit_w if power_limit_w is not None else extra.get("power_limit_w")
+    from archline.measurement.attribute.buffer_fit import LIMIT_SLACK
+
+    bounds = {str(k): float(v) for k, v in (extra.get("power_bound_w") or {}).items()}
+
+    def bound(r: Mapping[str, Any]) -> float:
+        """The row's bound on its mean power: the attribution's (extra.power_bound_w), else the limit × slack."""
+        b = bounds.get(str(r["name"]))
+        return b if b is not None else (LIMIT_SLACK * float(limit) if limit else math.inf)
+
+    # an identifiable row above its bound is a defect; above the limit × 1.05 is the issue's wording
+    above = [r["name"] for r in ident if _f(r["mean_power_w"]) > bound(r)]
+    above_limit = [r["name"] for r in ident if limit and _f(r["mean_power_w"]) > LIMIT_SLACK * float(limit)]
     rep: dict[str, tuple[float, float]] = {}
     ctx: dict[str, tuple[float, float]] = {}
     for rr in replay_rows:
@@ -148,10 +156,8 @@ def analyse(
             "diff_pct": diff, "context_per_call_j": cx[0] if cx else None, "diff_context_pct": diff_ctx,
         })  # fmt: skip
     compared = [t for t in top_rows if t["diff_pct"] is not None]
-    # Rows the fit pinned at the bound (limit × slack): the bound, not the data or a prior, set their power.
-    from archline.measurement.attribute.buffer_fit import LIMIT_SLACK
-
-    at_bound = [r for r in kernels if limit and _f(r.get("mean_power_w")) >= 0.999 * LIMIT_SLACK * float(limit)]
+    # Rows the fit pinned at their bound: the bound, not the data or a prior, set their power.
+    at_bound = [r for r in kernels if limit and _f(r.get("mean_power_w")) >= 0.999 * bound(r)]
     total = _f(result.get("total_energy_j"))
     rows_sum = sum(_f(r["energy_j"]) for r in rows)
     return {
@@ -164,7 +170,9 @@ def analyse(
         "median_half_width_pct": 100 * median_half,
         "dominated_by_share": dominance,
         "power_limit_w": limit,
-        "identifiable_rows_above_limit": above,
+        "identifiable_rows_above_limit": above_limit,
+        "identifiable_rows_above_bound": above,
+        "power_ceiling_w": extra.get("power_ceiling_w"),
         "at_bound_share": sum(_f(r["energy_j"]) for r in at_bound) / e_kernels if e_kernels and limit else math.nan,
         "rows_vs_counter_pct": (rows_sum / total - 1.0) * 100.0 if total else math.nan,
         "residual_share": sum(_f(r["energy_j"]) for r in rows if r.get("kind") == "residual") / total
@@ -189,12 +197,16 @@ def verdicts(s: Mapping[str, Any]) -> list[str]:
         return "PASS" if ok else "FAIL"
 
     share = s["identifiable_within_15pct_share"]
+    c = s.get("power_ceiling_w")
+    ceiling = f"; a kernel was measured at up to {c:.0f} W in bursts on such a board" if c else ""
     return [
         f"identifiable with ±15 % intervals: {100 * share:.1f} % of kernel energy (target ≥ 80 %): {pf(share >= 0.8)}",
         f"top-10 vs replay: {s['top_within_15pct']} of {s['top_compared']} within 15 % "
         f"(target all): {pf(s['top_compared'] > 0 and s['top_within_15pct'] == s['top_compared'])}",
         f"identifiable rows above the {s['power_limit_w']} W limit × 1.05: {len(s['identifiable_rows_above_limit'])} "
-        f"(target 0): {pf(not s['identifiable_rows_above_limit'])}",
+        f"(target 0, the issue's wording{ceiling}): {pf(not s['identifiable_rows_above_limit'])}",
+        f"identifiable rows above their bound: {len(s.get('identifiable_rows_above_bound', []))} (target 0): "
+        f"{pf(not s.get('identifiable_rows_above_bound'))}",
         f"rows vs counter: {s['rows_vs_counter_pct']:+.3f} %, residual {100 * s['residual_share']:+.2f} % "
         f"(target within 1 %): {pf(abs(s['residual_share']) <= 0.01)}",
     ]
@@ -207,7 +219,7 @@ def report(name: str, s: Mapping[str, Any]) -> None:
           f"half-width {s['median_half_width_pct']:.1f} %; dominated by: "
           + ", ".join(f"{k} {100 * v:.0f} %" for k, v in s["dominated_by_share"].items()), flush=True)  # fmt: skip
     if s.get("at_bound_share") is not None and math.isfinite(s["at_bound_share"]):
-        print(f"  at the power bound (limit × 1.05): {100 * s['at_bound_share']:.1f} % of kernel energy", flush=True)
+        print(f"  at their power bound: {100 * s['at_bound_share']:.1f} % of kernel energy", flush=True)
     for t in s["top"]:
         rp = f"{t['replay_per_call_j'] * 1e3:.4g} mJ" if t["replay_per_call_j"] is not None else "—"
         d = f"{t['diff_pct']:+.1f} %" if t["diff_pct"] is not None else "no replay row"

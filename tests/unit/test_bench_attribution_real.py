@@ -62,11 +62,18 @@ def test_analysis_figures_of_a_simulated_run(bench, simulated):
     assert abs(s["rows_vs_counter_pct"]) < 1e-6
     assert s["fit_windows"] == "buffer"
     lines = bench.verdicts(s)
-    assert len(lines) == 4 and all(v.endswith("PASS") for v in lines[1:])
+    assert len(lines) == 5 and all(v.endswith("PASS") for v in lines[1:])
     assert lines[0].endswith("PASS") == (s["identifiable_within_15pct_share"] >= 0.8)
     # An identifiable row above the limit fails the check.
     hot = dict(result, rows=[dict(r, mean_power_w=800.0) if r["name"] == "gemm" else r for r in result["rows"]])
     assert bench.analyse(hot, replay)["identifiable_rows_above_limit"] == ["gemm"]
+    assert bench.analyse(hot, replay)["identifiable_rows_above_bound"] == ["gemm"]  # its bound is the limit × 1.05
+    # With a burst ceiling its bound is higher: above the limit (the wording), within its bound.
+    burst = dict(hot, extra=dict(hot["extra"], power_bound_w={"gemm": 1007.0}, power_ceiling_w=959.0))
+    b = bench.analyse(burst, replay)
+    assert b["identifiable_rows_above_limit"] == ["gemm"] and b["identifiable_rows_above_bound"] == []
+    bl = bench.verdicts(b)
+    assert "up to 959 W in bursts" in bl[2] and bl[2].endswith("FAIL") and bl[3].endswith("PASS")
     # No row sits at the bound here; one pinned at 735 W counts its energy there.
     assert s["at_bound_share"] == 0.0
     pinned = dict(result, rows=[dict(r, mean_power_w=735.0) if r["name"] == "norm" else r for r in result["rows"]])
@@ -80,7 +87,7 @@ def test_report_prints_every_top_row(bench, simulated, capsys):
     _, result, replay = simulated
     bench.report("sim", bench.analyse(result, replay))
     out = capsys.readouterr().out
-    assert "== sim: 3 kernel rows" in out and "no replay row" in out and out.count("PASS/FAIL sim:") == 4
+    assert "== sim: 3 kernel rows" in out and "no replay row" in out and out.count("PASS/FAIL sim:") == 5
 
 
 def test_arguments_are_checked_before_any_gpu_work(bench, capsys):

@@ -21,6 +21,7 @@ from archline.core.recording import Recording
 from archline.errors import ArchlineError, TooLittleTracedError
 from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 from archline.measurement.attribute.backend import SOURCES, Backend, ChildRunner, ReportWriter, Tracer, nvml_backend
+from archline.measurement.attribute.ceiling import shipped_burst_ceiling
 from archline.measurement.attribute.io import ChunkWriter, save_raw
 from archline.measurement.attribute.launch_bound import LAUNCH_BOUND_MIN_GAPS, LAUNCH_BOUND_SHARE, launch_bound_note
 from archline.measurement.attribute.prior import KernelPrior
@@ -311,7 +312,7 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         row's power) and the power buffer's sensor model (its calibration, or the shipped prior of its
         generation), so the kernels' powers are fitted on the 20 ms buffer."""
         opts = self.options or AttributionOptions()
-        if opts.power_limit_w is not None and opts.buffer_model is not None:
+        if opts.power_limit_w is not None and opts.buffer_model is not None and opts.power_ceiling_w is not None:
             return opts
         static, state = self._device_facts()
         changes: dict[str, Any] = {}
@@ -319,6 +320,12 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
         if opts.power_limit_w is None and isinstance(lim, int | float) and lim > 0:
             changes["power_limit_w"] = float(lim)
             self.info["power_limit_w"] = float(lim)
+        if opts.power_ceiling_w is None and static.get("name"):
+            ceiling = shipped_burst_ceiling(str(static["name"]))
+            if ceiling is not None:
+                changes["power_ceiling_w"] = ceiling.power_w
+                self.info["power_ceiling_w"] = ceiling.power_w
+                self.notes.append(f"a kernel's power may exceed the board's limit in bursts: {ceiling.describe()}")
         if opts.buffer_model is None and static:
             try:
                 choice = choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))

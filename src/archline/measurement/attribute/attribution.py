@@ -75,7 +75,9 @@ class AttributionOptions:
     marginal likelihood: ``prior_fit.py``), and a row leaning on a calibrated prior whose interval
     is within ``calibrated_max_rel_half`` of its energy is identifiable; ``fixed`` takes them as
     given (replay's with a 15 % floor). ``power_limit_w``: the board's enforced limit; no row's
-    power is fitted above it × 1.05.
+    power is fitted above its bound: the limit × 1.05, or with ``power_ceiling_w`` (the most a kernel was
+    measured to draw while it ran on such a board, between others) min(ceiling, limit / the row's largest
+    share of a window) × 1.05 (``ceiling.py``).
     """
 
     counter_source: str = "nvml.energy"
@@ -97,6 +99,7 @@ class AttributionOptions:
     buffer_model: SensorModel | None = None
     priors: Mapping[str, KernelPrior] | None = None
     power_limit_w: float | None = None
+    power_ceiling_w: float | None = None
     prior_scale: str = "fit"
     calibrated_max_rel_half: float = 0.15
 
@@ -282,6 +285,7 @@ def _fit(d: Design, data: _FitData, opts: AttributionOptions) -> ColumnFit:
         prior_rel_sd=opts.prior_rel_sd,
         prior_scale=opts.prior_scale,
         power_limit_w=opts.power_limit_w,
+        power_ceiling_w=opts.power_ceiling_w,
         confidence=opts.confidence,
         ci_method=opts.ci_method,
         n_bootstrap=opts.n_bootstrap,
@@ -330,6 +334,16 @@ def _rows(
     return ordered_rows(rows, s.w.energy_j, s.edges, s.keep, total_j, duty_cycled, notes), long, clipped_s
 
 
+def _bound_rule(opts: AttributionOptions) -> str:
+    """The bound on a row's mean power, in words."""
+    if not opts.power_limit_w:
+        return "none known"
+    cap = f"the {opts.power_limit_w:.0f} W limit × {LIMIT_SLACK:g}"
+    if opts.power_ceiling_w and opts.power_ceiling_w > opts.power_limit_w:
+        return f"min({opts.power_ceiling_w:.0f} W burst ceiling, {cap} / its largest share of a window) × 1.05"
+    return cap
+
+
 def attribute_energy(
     recording: Recording,
     activities: Sequence[ActivityRecord],
@@ -366,12 +380,15 @@ def attribute_energy(
         ]
         more = len(named) - 3
         tail = f" and {more} more" if more > 0 else ""
-        bound = f"{LIMIT_SLACK * opts.power_limit_w:.0f} W" if opts.power_limit_w else "the bound"
+        caps = sorted(
+            {round(float(cols.bound_w[k])) for k in cols.impossible_priors} if cols.bound_w is not None else []
+        )
+        at = f"{caps[0]} W" if len(caps) == 1 else (f"its bound ({caps[0]}–{caps[-1]} W)" if caps else "its bound")
         notes.append(
             f"{len(named)} prior(s) impossible in this run (their energy per call over the time per call here "
-            f"exceeds the power limit × {LIMIT_SLACK:g}): {', '.join(named[:3])}{tail}; each is capped at {bound}, "
-            "its relative spread combined in quadrature with ln(prior / bound), and left out of the priors' "
-            "scale calibration"
+            f"exceeds the kernel's bound, {_bound_rule(opts)}): {', '.join(named[:3])}{tail}; each is capped at "
+            f"{at}, its relative spread combined in quadrature with ln(prior / bound), and left out of the "
+            "priors' scale calibration"
         )
         extra_capped = {d.col_names[k]: w for k, w in zip(cols.impossible_priors, cols.impossible_prior_w, strict=True)}
     else:
@@ -406,6 +423,12 @@ def attribute_energy(
             "fit_windows": data.source,
             "fit_window_count": int(data.x.shape[0]),
             "power_limit_w": opts.power_limit_w,
+            "power_ceiling_w": opts.power_ceiling_w,
+            "power_bound_w": {
+                d.col_names[k]: float(cols.bound_w[k])
+                for k in cols.active.tolist()
+                if cols.bound_w is not None and math.isfinite(cols.bound_w[k])
+            },
             "priors": {d.col_names[k]: s_ for k, s_ in cols.prior_source.items() if s_ != "default"},
             "prior_scale": opts.prior_scale,
             "prior_fit": {f.source: f.to_json() for f in cols.scale_fits},

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from archline.measurement.attribute.ceiling import LIMIT_SLACK, kernel_bounds
 from archline.measurement.attribute.design import Design
 from archline.measurement.attribute.prior import KernelPrior
 from archline.measurement.attribute.windows import BufferIntegral
@@ -21,7 +22,6 @@ F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
 #: A row whose mean power exceeds the board's power limit by more than this factor is impossible.
-LIMIT_SLACK = 1.05
 
 
 def _intervals(d: Design, integral: BufferIntegral, scale: float) -> tuple[F64, F64, I64, F64]:
@@ -162,9 +162,12 @@ def prior_context_spread(d: Design, active: I64, priors: Mapping[str, KernelPrio
     return out
 
 
-def power_bounds(d: Design, active: I64, power_limit_w: float | None) -> F64:
-    """Upper bound on each active column's power: the board limit × LIMIT_SLACK (inf where unknown)."""
-    ub = np.full(active.size, np.inf)
-    if power_limit_w is not None and power_limit_w > 0:
-        ub[:] = power_limit_w * LIMIT_SLACK
-    return ub
+def power_bounds(
+    d: Design, active: I64, power_limit_w: float | None, x: F64 | None = None, ceiling_w: float | None = None
+) -> F64:
+    """Upper bound on each active column's power (inf where the limit is unknown): the board limit × LIMIT_SLACK,
+    or with a measured burst ceiling and the windows' busy times ``x`` (windows × active columns), min(ceiling,
+    limit / the column's largest share of a window) × LIMIT_SLACK (ceiling.kernel_bounds)."""
+    if x is None or ceiling_w is None:
+        return kernel_bounds(np.zeros((0, active.size)), power_limit_w)
+    return kernel_bounds(x, power_limit_w, ceiling_w)

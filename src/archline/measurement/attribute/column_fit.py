@@ -51,10 +51,13 @@ class ColumnFit:
     #: the scale's calibration; ``impossible_prior_w`` their prior power (W) before the cap.
     impossible_priors: tuple[int, ...] = ()
     impossible_prior_w: tuple[float, ...] = ()
+    #: Every column's bound on its mean power (W; NaN where not active, inf where the limit is unknown):
+    #: :func:`archline.measurement.attribute.buffer_fit.power_bounds`.
+    bound_w: F64 | None = None
 
 
 def cap_impossible_priors(pm: F64, psd: F64, src: list[str], upper: F64) -> tuple[F64, F64, list[int]]:
-    """Priors whose mean power is above ``upper`` (the limit × slack) at this run's time per call cannot hold here.
+    """Priors whose mean power is above ``upper`` (each column's bound) at this run's time per call cannot hold here.
 
     Their energy per call came from elsewhere (a replay, a model): divided by the time the kernel takes in this
     run it would draw more than the board can. The kernel still ran, and the prior still says it draws much:
@@ -127,6 +130,7 @@ def fit_columns(
     prior_scale: str,
     power_limit_w: float | None,
     confidence: float,
+    power_ceiling_w: float | None = None,
     ci_method: str,
     n_bootstrap: int,
     seed: int,
@@ -144,7 +148,7 @@ def fit_columns(
     psd = np.maximum(psd, floor)
     pm, psd, prior_src = prior_arrays(d, active, pm, psd, priors)
     ctx = prior_context_spread(d, active, priors)
-    upper = power_bounds(d, active, power_limit_w)
+    upper = power_bounds(d, active, power_limit_w, x, power_ceiling_w)
     # Before the scale is calibrated, on purpose: a prior the board cannot draw would pull its source's scale
     # down. A capped prior then stays out of the calibration, taken as given (with replay's floor where it
     # carries no measured spread): scaled, its mean would go back over the bound and pin its row there.
@@ -162,6 +166,8 @@ def fit_columns(
     hi_w = np.full(n_cols, math.nan)
     weight = np.zeros(n_cols)
     power[active], lo_w[active], hi_w[active], weight[active] = fit.power_w, p_lo, p_hi, fit.data_weight
+    bound = np.full(n_cols, math.nan)
+    bound[active] = upper
     return ColumnFit(
         fit=fit,
         active=active,
@@ -177,4 +183,5 @@ def fit_columns(
         scale_fits=scale_fits,
         impossible_priors=tuple(int(active[j]) for j in bad),
         impossible_prior_w=tuple(float(over_w[j]) for j in bad),
+        bound_w=bound,
     )

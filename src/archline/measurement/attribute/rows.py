@@ -91,17 +91,24 @@ def overlap_s(s: float, e: float, intervals: Sequence[tuple[float, float]]) -> f
     return float(sum(max(0.0, min(e, b) - max(s, a)) for a, b in intervals))
 
 
-def limit_note(limit_w: float | None, at_bound: bool, power_w: float) -> str:
-    """Why a row cannot be trusted against the board's power limit ('' when it can)."""
+def limit_note(limit_w: float | None, at_bound: bool, power_w: float, bound_w: float | None = None) -> str:
+    """Why a row cannot be trusted against its bound on power ('' when it can): ``bound_w`` (ceiling.py), by
+    default the board's limit × LIMIT_SLACK."""
     if not limit_w:
         return ""
+    bound = bound_w if bound_w is not None and math.isfinite(bound_w) else LIMIT_SLACK * limit_w
+    what = (
+        f"the board's {limit_w:.0f} W limit × {LIMIT_SLACK:g}"
+        if bound <= LIMIT_SLACK * limit_w * (1 + 1e-9)
+        else f"its {bound:.0f} W bound (the burst ceiling, or the {limit_w:.0f} W limit over its share of a window)"
+    )
     if at_bound:
         return (
-            f"constrained: its power would exceed the board's {limit_w:.0f} W limit × {LIMIT_SLACK:g}; "
-            "held at the limit (confounded with other rows, or a sensor/clock problem)"
+            f"constrained: its power would exceed {what}; held there "
+            "(confounded with other rows, or a sensor/clock problem)"
         )
-    if power_w > LIMIT_SLACK * limit_w:
-        return f"impossible: {power_w:.0f} W above the board's {limit_w:.0f} W limit × {LIMIT_SLACK:g}"
+    if power_w > bound:
+        return f"impossible: {power_w:.0f} W above {what}"
     return ""
 
 
@@ -220,7 +227,8 @@ def column_rows(
             if half <= calibrated_max_rel_half:
                 identifiable = True
                 note = f"identified by its {src} prior, calibrated on this run's windows (±{100 * half:.0f} %)"
-        over = limit_note(power_limit_w, bool(cols.at_limit[k]), e / t_all if t_all > 0 else math.nan)
+        bound_k = float(cols.bound_w[k]) if cols.bound_w is not None else None
+        over = limit_note(power_limit_w, bool(cols.at_limit[k]), e / t_all if t_all > 0 else math.nan, bound_k)
         if over:
             identifiable, note = False, over
         rows.append(

@@ -1,0 +1,95 @@
+"""The most power a kernel can draw while it runs: the limit where it runs on, a measured burst ceiling between others.
+
+The board's power limit is enforced on an average: a bf16 GEMM of 0.02–1.4 ms between idle gaps drew
+867–959 W while it ran on an H100 limited to 700 W, at the full SM clock, and 700 W back to back, its
+clock held by the software power cap (``benchmarks/burst_power.py``, results/h100/bench/burst-power/).
+So a kernel's mean power is bounded by the limit only where it fills the board's time; a kernel that
+runs in bursts among lower-power ones is bounded by what such a kernel was measured to draw.
+
+A column's bound is ``min(C, L / f)``, ``L`` the limit × :data:`LIMIT_SLACK`, ``C`` the burst ceiling ×
+LIMIT_SLACK (at least ``L``), ``f`` the column's largest share of any window's time: a window's average
+cannot exceed the limit, and the rest of the window draws at least nothing. Without a measured ceiling
+``C = L``: every column is bounded by the limit, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from archline.records.shipped import shipped_roots
+
+__all__ = ["BURST_GLOB", "LIMIT_SLACK", "BurstCeiling", "ceiling_from_file", "kernel_bounds", "shipped_burst_ceiling"]
+
+F64 = NDArray[np.float64]
+
+#: How far above a bound a power may be before it is impossible (sensor and clock tolerance).
+LIMIT_SLACK = 1.05
+#: Where the burst measurements of a shipped results folder are (``<root>/<gpu>/bench/burst-power/``).
+BURST_GLOB = "*/bench/burst-power/burst_power-*.json"
+
+
+@dataclass(frozen=True)
+class BurstCeiling:
+    """The highest board power a kernel was measured to draw while it ran (W), where, and on which board."""
+
+    power_w: float
+    board: str
+    uuid: str
+    source: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.power_w:.0f} W, the most a bf16 GEMM between idle gaps drew while it ran on an {self.board} "
+            f"({self.uuid[:12]}, {self.source})"
+        )
+
+
+def ceiling_from_file(path: Path) -> BurstCeiling | None:
+    """The ceiling a burst measurement (``burst_power.py --json``) shows: its highest GEMM power among the rows
+    measured above the limit × 1.05 by more than 2 σ; None where no row is (the limit holds), or the file is
+    not such a measurement."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        rows = data["rows"]
+        above = [float(r["gemm_w"]) for r in rows if r.get("verdict") == "above" and math.isfinite(float(r["gemm_w"]))]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not above:
+        return None
+    return BurstCeiling(max(above), str(data.get("board", "")), str(data.get("uuid", "")), str(path))
+
+
+def shipped_burst_ceiling(board: str, roots: list[Path] | None = None) -> BurstCeiling | None:
+    """The highest shipped burst ceiling of boards named ``board`` (NVML's name, e.g. 'NVIDIA H100 80GB HBM3'),
+    None where archline ships no burst measurement of that board."""
+    best: BurstCeiling | None = None
+    for root in shipped_roots() if roots is None else roots:
+        for path in sorted(root.glob(BURST_GLOB)):
+            c = ceiling_from_file(path)
+            if c is not None and c.board == board and (best is None or c.power_w > best.power_w):
+                best = c
+    return best
+
+
+def kernel_bounds(x: F64, limit_w: float | None, ceiling_w: float | None = None) -> F64:
+    """Each column's bound on its mean power (W) from the windows' busy times ``x`` (windows × columns, s; the
+    columns of a window together cover its time): ``min(C, L / f)`` (module docstring). inf where no limit."""
+    n = x.shape[1]
+    if limit_w is None or not limit_w > 0:
+        return np.full(n, np.inf)
+    cap = LIMIT_SLACK * limit_w
+    burst = LIMIT_SLACK * max(limit_w, ceiling_w) if ceiling_w is not None and ceiling_w > 0 else cap
+    if burst <= cap or x.shape[0] == 0:
+        return np.full(n, cap)
+    span = x.sum(axis=1)
+    share = np.divide(x, span[:, None], out=np.zeros_like(x), where=span[:, None] > 0)
+    f = share.max(axis=0)
+    with np.errstate(divide="ignore"):
+        by_share = np.where(f > 0, cap / np.maximum(f, 1e-300), np.inf)
+    return np.minimum(burst, by_share)
