@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prior-scale", choices=("fit", "fixed"), default="fit")
     ap.add_argument("--fit-source", choices=("buffer", "counter"), default="buffer")
     ap.add_argument("--no-ceiling", action="store_true", help="bound every row by the limit (before session 11)")
+    ap.add_argument("--ceiling-w", type=float, help="the burst ceiling (W) instead of the shipped one of the board")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
     a = ap.parse_args(argv)
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         opts = replace(opts, power_limit_w=float(limit))
     if a.no_ceiling:
         opts = replace(opts, power_ceiling_w=0.0)
+    elif a.ceiling_w is not None:
+        opts = replace(opts, power_ceiling_w=a.ceiling_w)
+        print(f"burst ceiling: {a.ceiling_w:.0f} W (given)", flush=True)
     else:
         from archline.measurement.attribute.ceiling import shipped_burst_ceiling
 

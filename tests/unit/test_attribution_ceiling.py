@@ -49,7 +49,8 @@ def test_the_ceiling_of_a_burst_measurement_is_its_highest_power_measured_above_
     f.write_text(json.dumps({"board": "B", "uuid": "GPU-x", "rows": rows}))
     c = ceiling_from_file(f)
     assert c is not None and c.power_w == 939.0 and c.board == "B" and "939 W" in c.describe()
-    assert shipped_burst_ceiling("B", [tmp_path]) == c
+    got = shipped_burst_ceiling("B", [tmp_path])
+    assert got is not None and got.power_w == 939.0 and got.source == f"{tmp_path.name}/h100/bench/burst-power/{f.name}"
     assert shipped_burst_ceiling("another board", [tmp_path]) is None
     f.write_text(json.dumps({"board": "B", "rows": rows[:1]}))
     assert ceiling_from_file(f) is None  # nothing above the limit: the limit holds
@@ -57,12 +58,19 @@ def test_the_ceiling_of_a_burst_measurement_is_its_highest_power_measured_above_
     assert ceiling_from_file(f) is None
 
 
-def test_the_shipped_h100_measurement_gives_its_highest_burst() -> None:
-    data = json.loads(H100_BURST.read_text())
-    above = [r["gemm_w"] for r in data["rows"] if r["verdict"] == "above"]
-    assert above and max(above) > LIMIT_SLACK * data["power_limit_w"]
-    c = shipped_burst_ceiling(data["board"], [ROOT / "results"])
-    assert c is not None and c.power_w == max(above) and c.uuid == data["uuid"]
+def test_the_shipped_h100_measurements_give_their_highest_burst() -> None:
+    files = sorted((ROOT / "results").glob("*/bench/burst-power/burst_power-*.json"))
+    assert H100_BURST in files
+    best = (0.0, "")
+    for f in files:
+        data = json.loads(f.read_text())
+        if data["board"] != "NVIDIA H100 80GB HBM3":
+            continue
+        above = [r["gemm_w"] for r in data["rows"] if r["verdict"] == "above"]
+        assert above and max(above) > LIMIT_SLACK * data["power_limit_w"]  # every H100 board bursts above its limit
+        best = max(best, (max(above), data["uuid"]))
+    c = shipped_burst_ceiling("NVIDIA H100 80GB HBM3", [ROOT / "results"])
+    assert c is not None and (c.power_w, c.uuid) == best and c.source.startswith("results/h100/bench/burst-power/")
 
 
 def test_a_kernel_between_others_may_draw_more_than_the_limit_one_that_fills_the_windows_may_not() -> None:

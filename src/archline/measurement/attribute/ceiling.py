@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +73,7 @@ def shipped_burst_ceiling(board: str, roots: list[Path] | None = None) -> BurstC
         for path in sorted(root.glob(BURST_GLOB)):
             c = ceiling_from_file(path)
             if c is not None and c.board == board and (best is None or c.power_w > best.power_w):
-                best = c
+                best = replace(c, source=f"{root.name}/{path.relative_to(root)}")
     return best
 
 

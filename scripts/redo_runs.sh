@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Redo the attributions of run sets on a CPU with the current rules, from their shipped CUPTI traces, each on a copy
+# of its run directory (the redo rewrites it); a log per run beside the runs' own logs,
+# results/h100/bench/attribution-real/redo-<TAG>-<board>-<workload>.log, with the redone attribution.json beside it.
+#
+#   scripts/redo_runs.sh TAG [REDO_ARGS] -- SET_DIR...     (REDO_ARGS e.g. --no-ceiling: every row bounded by the limit)
+set -eu
+tag=${1:?name the redo}; shift
+args=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do args+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+py=${PYTHON:-python3}
+L=results/h100/bench/attribution-real
+tmp=$(mktemp -d)
+for S in "$@"; do
+  set_name=$(basename "$S"); board=${set_name##*-GPU-}
+  for w in resnet50 transformer; do
+    [ -d "$S/$w-run" ] || continue
+    cp -r "$S/$w-run" "$tmp/$set_name-$w"
+    log="$L/redo-$tag-GPU-$board-$w.log"
+    { echo "# scripts/redo_runs.sh $tag ${args[*]:-} at $(git rev-parse --short HEAD): python benchmarks/redo_attribution.py" \
+        "$S/$w-run --cupti $S/$w-run/raw/cupti/*.bin.xz --prior-replay $S/$w-replay ${args[*]:-} (on a copy of the run directory)"
+      "$py" benchmarks/redo_attribution.py "$tmp/$set_name-$w" --cupti "$tmp/$set_name-$w"/raw/cupti/*.bin.xz \
+        --prior-replay "$S/$w-replay" --save "${log%.log}.attribution.json" "${args[@]}" 2>&1
+      "$py" -c 'import json, sys; c = json.load(open(sys.argv[1]))["extra"]["capped_priors_w"]
+print(f"capped priors: {len(c)}" + (f", {min(c.values()):.0f} to {max(c.values()):.0f} W over the loop time per call" if c else ""))' \
+        "${log%.log}.attribution.json"; } >"$log"
+    echo "$log"; grep -E "identifiable:|with ±15|scale |at their power bound|at the power bound" "$log" | cut -c1-220 | sed 's/^/   /'
+  done
+done
+rm -rf "$tmp"
