@@ -18,6 +18,7 @@ for S in "$@"; do
   set_name=$(basename "$S"); board=${set_name##*-GPU-}
   for w in resnet50 transformer; do
     [ -d "$S/$w-run" ] || continue
+    ls $S/$w-run/raw/cupti/*.bin.xz >/dev/null 2>&1 || { echo "$S/$w-run: no raw CUPTI trace; run scripts/restore_traces.sh" >&2; exit 2; }
     cp -r "$S/$w-run" "$tmp/$set_name-$w"
     log="$L/redo-$tag-GPU-$board-$w.log"
     { echo "# scripts/redo_runs.sh $tag ${args[*]:-} at $(git rev-parse --short HEAD): python benchmarks/redo_attribution.py" \

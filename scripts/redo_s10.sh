@@ -16,6 +16,7 @@ for set in calibration-GPU-9abc3476 heldout-capped-priors-GPU-de6a1c5f long-step
   board=${set##*-GPU-}
   for w in resnet50 transformer; do
     [ -d "$S/$set/$w-run" ] || continue
+    ls $S/$set/$w-run/raw/cupti/*.bin.xz >/dev/null 2>&1 || { echo "$S/$set/$w-run: no raw CUPTI trace; run scripts/restore_traces.sh" >&2; exit 2; }
     cp -r "$S/$set/$w-run" "$tmp/$set-$w"
     log="$L/redo-s10-$rule-GPU-$board-$w.log"
     { echo "# scripts/redo_s10.sh $rule at $(git rev-parse --short HEAD): python benchmarks/redo_attribution.py $S/$set/$w-run" \

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Bring back the raw CUPTI traces of the shipped attribution runs (results/h100/attribution-s1*/…/raw/cupti/*.bin.xz).
+# They are kept in the history, not in the working tree: with them the checkout is larger than the 64 MiB the
+# device tool sends. scripts/redo_s10.sh and scripts/redo_runs.sh need them; `git rm --cached` them before a device call.
+#
+#   scripts/restore_traces.sh
+set -eu
+cd "$(dirname "$0")/.."
+commit=86cef85
+git ls-tree -r --name-only "$commit" results | grep -E '/raw/cupti/[^/]+\.bin\.xz$' | xargs git checkout "$commit" --
+git reset -q -- results  # restored as untracked-looking files: the index keeps them out
+git ls-tree -r --name-only "$commit" results | grep -E '/raw/cupti/[^/]+\.bin\.xz$' | wc -l | sed 's/$/ traces restored/'
