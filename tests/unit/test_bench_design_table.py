@@ -1,5 +1,5 @@
-"""benchmarks/design_table.py: the shipped session-9 and session-10 run sets give docs/data/design_table_s9.txt and
-design_table_s10.txt line for line;
+"""benchmarks/design_table.py: the shipped session-9, 10 and 11 run sets give docs/data/design_table_s9.txt,
+design_table_s10.txt and design_table_s11.txt line for line;
 a run set without a summary is a one-line exit 2."""
 
 from __future__ import annotations
@@ -49,6 +49,15 @@ def test_the_session_10_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s10.txt").read_text().splitlines()
     assert len(got) == 6 and all(line.split()[9:11] == ["yes", "yes"] for line in got[1:])  # primed, kept
+
+
+def test_the_session_11_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    s11 = ROOT / "results" / "h100" / "attribution-s11"
+    runs = [s11 / "heldout-burst-ceiling-GPU-badbde32", s11 / "heldout-burst-ceiling-GPU-af91ef83"]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s11.txt").read_text().splitlines()
+    assert len(got) == 5
 
 
 def test_a_run_set_without_a_summary_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
