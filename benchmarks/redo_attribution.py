@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit-source", choices=("buffer", "counter"), default="buffer")
     ap.add_argument("--no-ceiling", action="store_true", help="bound every row by the limit (before session 11)")
     ap.add_argument("--ceiling-w", type=float, help="the burst ceiling (W) instead of the shipped one of the board")
+    ap.add_argument(
+        "--isolated-as-recorded",
+        action="store_true",
+        help="compare with isolated energies as recorded (before session 11: with a replay's fixed cost)",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
     a = ap.parse_args(argv)
@@ -118,15 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     except ArchlineError as exc:
         print(f"no buffer model ({exc}); fitting on the counter's windows", flush=True)
     replay_rows: list[dict[str, Any]] = []
+    replay_meta: dict[str, Any] = {}
     if a.prior_replay is not None:
         from archline.cli.run_cmd import read_replay_priors
         from archline.report.replay import read_replay
 
         opts = replace(opts, priors=read_replay_priors(a.prior_replay))
-        replay_rows = read_replay(a.prior_replay)[1]
+        replay_meta, replay_rows = read_replay(a.prior_replay)
     result = reanalyze(d, opts)
     sys.path.insert(0, str(HERE))
-    from validate_attribution_real import analyse, report
+    from validate_attribution_real import analyse, design_c0, report
 
     from archline.core.activity import demangle
 
@@ -139,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp.write_text(json.dumps(obj, indent=1, default=str), encoding="utf-8")
         tmp.replace(a.save)  # atomic: an interrupted redo leaves no half-written file
     names = demangle([str(r.get("group", "")) for r in replay_rows])
-    s = analyse(obj, replay_rows, names=names, power_limit_w=opts.power_limit_w)
+    fixed = None if a.isolated_as_recorded else design_c0(replay_meta.get("design"))
+    s = analyse(obj, replay_rows, names=names, power_limit_w=opts.power_limit_w, fixed_j=fixed)
     s["notes"] = list(result.notes)
     s["prior_fit"] = result.extra.get("prior_fit")
     if a.json:

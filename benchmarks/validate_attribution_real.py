@@ -88,10 +88,14 @@ def analyse(
     names: Mapping[str, str] | None = None,
     top: int = 10,
     power_limit_w: float | None = None,
+    fixed_j: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     """The issue's figures from an attribution (``attribution.json``) and a replay (``replay.csv`` rows).
 
     ``names`` maps replay group names (mangled) to the attribution's (demangled); None keeps them.
+    ``fixed_j``: a replay's fixed cost (J, 1 σ; the design's c0) for replays recorded before the isolated
+    energies were net of it (no ``[a replay's fixed cost]`` or pinned row): it is taken out of each isolated
+    energy before the comparison, as replay does since session 11.
     """
     rows = list(result.get("rows", []))
     kernels = [r for r in rows if r.get("kind") in KERNEL_KINDS]
@@ -130,12 +134,18 @@ def analyse(
     above_limit = [r["name"] for r in ident if limit and _f(r["mean_power_w"]) > LIMIT_SLACK * float(limit)]
     rep: dict[str, tuple[float, float]] = {}
     ctx: dict[str, tuple[float, float]] = {}
+    from archline.measurement.attribute.replay_result import FIXED, PINNED
+
+    net = any(str(rr.get("group", "")) in (FIXED, PINNED) for rr in replay_rows)
+    less = fixed_j if fixed_j is not None and not net and all(map(math.isfinite, fixed_j)) else None
     for rr in replay_rows:
         n = int(_f(rr.get("nodes_per_step")) or 0)
         g = str(rr.get("group", ""))
         if n > 0 and not g.startswith("["):
-            e = _f(rr.get("energy_j"))
-            rep[(names or {}).get(g, g)] = (e / n, _f(rr.get("energy_sigma_j")) / n)
+            e, sd = _f(rr.get("energy_j")), _f(rr.get("energy_sigma_j"))
+            if less is not None:
+                e, sd = e - less[0], math.hypot(sd, less[1])
+            rep[(names or {}).get(g, g)] = (e / n, sd / n)
             c = _f(rr.get("context_j"))
             if math.isfinite(c) and c > 0:
                 ctx[(names or {}).get(g, g)] = (c / n, _f(rr.get("context_sigma_j")) / n)
@@ -182,12 +192,21 @@ def analyse(
         "fit_window_count": (result.get("extra") or {}).get("fit_window_count"),
         "top": top_rows,
         "top_compared": len(compared),
+        "replay_fixed_taken_out_j": less[0] if less is not None else None,
         "top_within_15pct": sum(1 for t in compared if abs(t["diff_pct"]) <= 15.0),
         "top_compared_context": sum(1 for t in top_rows if t["diff_context_pct"] is not None),
         "top_within_15pct_context": sum(
             1 for t in top_rows if t["diff_context_pct"] is not None and abs(t["diff_context_pct"]) <= 15.0
         ),
     }
+
+
+def design_c0(design: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """A design's fixed cost of a replay, c0 ± its σ (J), where it has one."""
+    if not design:
+        return None
+    c0, se = _f(design.get("c0_j")), _f(design.get("c0_se_j"))
+    return (c0, se) if math.isfinite(c0) and math.isfinite(se) else None
 
 
 def verdicts(s: Mapping[str, Any]) -> list[str]:
@@ -227,6 +246,9 @@ def report(name: str, s: Mapping[str, Any]) -> None:
             d += f"; in-step {t['context_per_call_j'] * 1e3:.4g} mJ: {t['diff_context_pct']:+.1f} %"
         print(f"  {t['name'][:60]:<60} {t['energy_per_call_j'] * 1e3:9.4g} mJ/call ±{t['half_width_pct']:.1f} % "
               f"[{t['dominated_by']}] vs replay {rp}: {d}", flush=True)  # fmt: skip
+    if s.get("replay_fixed_taken_out_j") is not None:
+        print(f"  (replay's isolated energies less its fixed cost, c0 = {s['replay_fixed_taken_out_j'] * 1e3:.4g} mJ "
+              "a replay, which replays recorded before session 11 left in)", flush=True)  # fmt: skip
     if s.get("top_compared_context"):
         print(f"  top-10 vs replay's in-step (design) energy: {s['top_within_15pct_context']} of "
               f"{s['top_compared_context']} within 15 % (information: the priors' own source)", flush=True)  # fmt: skip
@@ -281,7 +303,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     result = json.loads(att_path.read_text())
     manifest = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").is_file() else {}
     names = demangle([str(r["group"]) for r in replay_rows])
-    s = analyse(result, replay_rows, names=names, power_limit_w=(manifest.get("extra") or {}).get("power_limit_w"))
+    s = analyse(result, replay_rows, names=names, power_limit_w=(manifest.get("extra") or {}).get("power_limit_w"),
+                fixed_j=design_c0(replay_summary.get("design")))  # fmt: skip
     s["replay"] = replay_summary
     s["buffer_model"] = (manifest.get("extra") or {}).get("buffer_model")
     s["run_exit"] = proc.returncode

@@ -207,10 +207,12 @@ def report(name: str, res: Mapping[str, Any]) -> list[str]:
     )
     rep = s.get("reproducibility")
     if rep:
+        from archline.measurement.attribute.replay_stats import unresolved_text
+
         out.append(
             f"PASS/FAIL {name}: run-to-run spread of {rep['groups']} groups: median {rep['median_spread_pct']:.2f} %, "
             f"max {rep['max_spread_pct']:.2f} % ({str(rep['worst_group'])[:50]}) → {rep['verdict']} against "
-            f"{rep['target_pct']:g} % (two-sided); resolution {rep['resolution']}"
+            f"{rep['target_pct']:g} % (two-sided){unresolved_text(rep)}; resolution {rep['resolution']}"
         )
     else:
         out.append(f"PASS/FAIL {name}: no reproducibility (one run)")

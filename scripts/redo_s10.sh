@@ -3,7 +3,7 @@
 # its run directory (the redo rewrites it); logs beside the runs' own, redo-s10-<rule>-<board>-<workload>.log, each with
 # the redone attribution.json beside it.
 #
-#   scripts/redo_s10.sh RULE     (RULE names the rule in the logs' names, e.g. capped-uncalibrated)
+#   [REDO_ARGS="--ceiling-w 959"] scripts/redo_s10.sh RULE     (RULE names the rule in the logs' names)
 set -eu
 rule=${1:?name the rule}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,8 +20,8 @@ for set in calibration-GPU-9abc3476 heldout-capped-priors-GPU-de6a1c5f long-step
     cp -r "$S/$set/$w-run" "$tmp/$set-$w"
     log="$L/redo-s10-$rule-GPU-$board-$w.log"
     { echo "# scripts/redo_s10.sh $rule at $(git rev-parse --short HEAD): python benchmarks/redo_attribution.py $S/$set/$w-run" \
-        "--cupti $S/$set/$w-run/raw/cupti/*.bin.xz --prior-replay $S/$set/$w-replay (on a copy of the run directory)"
-      "$py" benchmarks/redo_attribution.py "$tmp/$set-$w" --cupti "$tmp/$set-$w"/raw/cupti/*.bin.xz \
+        "--cupti $S/$set/$w-run/raw/cupti/*.bin.xz --prior-replay $S/$set/$w-replay ${REDO_ARGS:-} (on a copy of the run directory)"
+      "$py" benchmarks/redo_attribution.py "$tmp/$set-$w" --cupti "$tmp/$set-$w"/raw/cupti/*.bin.xz ${REDO_ARGS:-} \
         --prior-replay "$S/$set/$w-replay" --save "${log%.log}.attribution.json" 2>&1
       "$py" -c 'import json, sys; c = json.load(open(sys.argv[1]))["extra"]["capped_priors_w"]
 print(f"capped priors: {len(c)}" + (f", {min(c.values()):.0f} to {max(c.values()):.0f} W over the loop time per call" if c else ""))' \

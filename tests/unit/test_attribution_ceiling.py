@@ -90,5 +90,10 @@ def test_a_kernel_between_others_may_draw_more_than_the_limit_one_that_fills_the
     bwd = by[600.0].table["conv_bwd"]
     assert bwd.mean_power_w <= bounds["conv_bwd"] + 1e-6 and not bwd.identifiable and "bound" in bwd.note
     assert by[600.0].extra["power_ceiling_w"] == 600.0
+    from archline.measurement.attribute.attribution import _bound_rule
+
+    rule = _bound_rule(AttributionOptions(power_limit_w=400.0, power_ceiling_w=600.0))
+    assert rule == "min(600 W burst ceiling, the 400 W limit / its largest share of a window) × 1.05"
+    assert _bound_rule(AttributionOptions(power_limit_w=400.0)) == "the 400 W limit × 1.05"
     assert sum(r.energy_j for r in by[600.0].rows) == pytest.approx(by[600.0].total_energy_j, rel=1e-9)
     assert all(math.isfinite(v) for v in bounds.values())

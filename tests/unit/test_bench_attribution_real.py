@@ -103,3 +103,22 @@ def test_a_bad_design_count_is_an_argument_error(bench, capsys):
     with pytest.raises(SystemExit) as e:
         bench.main(["--out", "x", "--design", "lots"])
     assert e.value.code == 2 and "--design" in capsys.readouterr().err
+
+
+def test_a_replays_fixed_cost_is_taken_out_of_isolated_energies_recorded_with_it(bench, simulated):
+    # Replays recorded before session 11 left c0 (a replay's launch, synchronisation, idle) in every isolated
+    # energy; given the design's c0, the comparison takes it out; a replay with the fixed-cost row already did.
+    _, result, replay = simulated
+    names = {"_Z4gemmv": "gemm"}
+    base = bench.analyse(result, replay, names=names)
+    c0 = 0.5
+    with_c0 = [dict(r, energy_j=r["energy_j"] + c0) if not r["group"].startswith("[") else r for r in replay]
+    raw = bench.analyse(result, with_c0, names=names)
+    fixed = bench.analyse(result, with_c0, names=names, fixed_j=(c0, 0.01))
+    for a, b, c in zip(base["top"], raw["top"], fixed["top"], strict=True):
+        if a["diff_pct"] is not None:
+            assert c["diff_pct"] == pytest.approx(a["diff_pct"], abs=1e-9) and b["diff_pct"] < a["diff_pct"] - 0.1
+    assert fixed["replay_fixed_taken_out_j"] == c0 and base["replay_fixed_taken_out_j"] is None
+    net = [*with_c0, {"group": "[a replay's fixed cost]", "nodes_per_step": 0, "energy_j": c0, "energy_sigma_j": 0.01}]
+    assert bench.analyse(result, net, names=names, fixed_j=(c0, 0.01))["replay_fixed_taken_out_j"] is None
+    assert bench.design_c0({"c0_j": 0.05, "c0_se_j": 0.004}) == (0.05, 0.004) and bench.design_c0(None) is None

@@ -125,3 +125,19 @@ def test_rows_round_trip_through_csv_report_and_priors(tmp_path: Any) -> None:
     assert table.header[-2:] == ("run-to-run spread (%)", "not measured because")
     gemm = next(c for c in table.rows if c[0] == "gemm")
     assert gemm[3] == "—" and "912" in str(gemm[-1])
+
+
+def test_a_group_whose_noise_alone_exceeds_the_target_is_left_out_of_the_verdict() -> None:
+    from archline.measurement.attribute.replay_stats import reproducibility, unresolved_text
+
+    # a 1.4 mJ group whose σ alone spreads its runs by 50 %: its 13.7 % spread says nothing at 3 %
+    rep = reproducibility([("gemm", 0.4, 1.1), ("norm", 0.9, 1.1), ("tiny", 13.7, 50.2)], 3.0)
+    assert rep is not None and rep["verdict"] == "PASS" and rep["groups_unresolved"] == ["tiny"]
+    assert rep["worst_group"] == "norm" and rep["groups"] == 3
+    assert "1 group(s) too noisy to judge at 3 % (left out): tiny" in unresolved_text(rep)
+    # a resolved group outside the target still fails
+    bad = reproducibility([("gemm", 4.0, 1.1), ("tiny", 13.7, 50.2)], 3.0)
+    assert bad is not None and bad["verdict"] == "FAIL" and bad["groups_outside_target"] == ["gemm"]
+    only = reproducibility([("tiny", 13.7, 50.2)], 3.0)
+    assert only is not None and only["verdict"] == "UNRESOLVED"
+    assert unresolved_text({"groups_unresolved": []}) == ""

@@ -171,9 +171,11 @@ def register(app: typer.Typer) -> None:
                 console.print(escape(n))
         rr = res.reproducibility
         if rr is not None:
+            from archline.measurement.attribute.replay_stats import unresolved_text
+
             console.print(
                 f"run-to-run spread over {res.repeats} runs: median {rr['median_spread_pct']:.2f} %, "
                 f"max {rr['max_spread_pct']:.2f} % ({escape(rr['worst_group'][:40])}): {rr['verdict']} "
-                f"against {rr['target_pct']:g} %; resolution {rr['resolution']}"
+                f"against {rr['target_pct']:g} %{escape(unresolved_text(rr))}; resolution {rr['resolution']}"
             )
         console.print(f"report: {rep.markdown}")

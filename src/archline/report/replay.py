@@ -102,10 +102,13 @@ def replay_summary_text(s: Mapping[str, Any]) -> str:
     text += preparation_text(s)
     rep = s.get("reproducibility") or {}
     if rep:
+        from archline.measurement.attribute.replay_stats import unresolved_text
+
         text += (
             f" Over {s.get('repeats')} runs the groups' energies spread by {_f(rep.get('median_spread_pct'), '.2f')} % "
             f"(median) and {_f(rep.get('max_spread_pct'), '.2f')} % at most ({rep.get('worst_group')}): "
-            f"{rep.get('verdict')} against {_f(rep.get('target_pct'), 'g')} %; resolution {rep.get('resolution')}."
+            f"{rep.get('verdict')} against {_f(rep.get('target_pct'), 'g')} %{unresolved_text(rep)}; resolution "
+            f"{rep.get('resolution')}."
         )
     return text
 

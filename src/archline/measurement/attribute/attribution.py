@@ -338,10 +338,12 @@ def _bound_rule(opts: AttributionOptions) -> str:
     """The bound on a row's mean power, in words."""
     if not opts.power_limit_w:
         return "none known"
-    cap = f"the {opts.power_limit_w:.0f} W limit × {LIMIT_SLACK:g}"
     if opts.power_ceiling_w and opts.power_ceiling_w > opts.power_limit_w:
-        return f"min({opts.power_ceiling_w:.0f} W burst ceiling, {cap} / its largest share of a window) × 1.05"
-    return cap
+        return (
+            f"min({opts.power_ceiling_w:.0f} W burst ceiling, the {opts.power_limit_w:.0f} W limit / its largest "
+            f"share of a window) × {LIMIT_SLACK:g}"
+        )
+    return f"the {opts.power_limit_w:.0f} W limit × {LIMIT_SLACK:g}"
 
 
 def attribute_energy(

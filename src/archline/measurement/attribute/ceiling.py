@@ -1,15 +1,17 @@
 """The most power a kernel can draw while it runs: the limit where it runs on, a measured burst ceiling between others.
 
 The board's power limit is enforced on an average: a bf16 GEMM of 0.02–1.4 ms between idle gaps drew
-809–1016 W while it ran on four H100s limited to 700 W, at the full SM clock, and about 700 W back to back,
+up to 1016 W while it ran on four H100s limited to 700 W, at the full SM clock, and about 700 W back to back,
 its clock held by the software power cap (``benchmarks/burst_power.py``, results/h100/bench/burst-power/).
 So a kernel's mean power is bounded by the limit only where it fills the board's time; a kernel that
 runs in bursts among lower-power ones is bounded by what such a kernel was measured to draw.
 
 A column's bound is ``min(C, L / f)``, ``L`` the limit × :data:`LIMIT_SLACK`, ``C`` the burst ceiling ×
-LIMIT_SLACK (at least ``L``), ``f`` the column's largest share of any window's time: a window's average
-cannot exceed the limit, and the rest of the window draws at least nothing. Without a measured ceiling
-``C = L``: every column is bounded by the limit, as before.
+LIMIT_SLACK (at least ``L``), ``f`` the column's largest share of any window's time: assuming a window's
+average cannot exceed the limit (the limiter's time constant is not measured), and the rest of the window
+draws at least nothing. Calls long enough to be integrated are not among a window's busy times, so beside
+one ``f`` is overstated and the bound tighter. Without a measured ceiling ``C = L``: every column is
+bounded by the limit, as before.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ def shipped_burst_ceiling(board: str, roots: list[Path] | None = None) -> BurstC
 
 def kernel_bounds(x: F64, limit_w: float | None, ceiling_w: float | None = None) -> F64:
     """Each column's bound on its mean power (W) from the windows' busy times ``x`` (windows × columns, s; the
-    columns of a window together cover its time): ``min(C, L / f)`` (module docstring). inf where no limit."""
+    short calls' and gaps' columns of a window together cover its time, but for integrated long calls):
+    ``min(C, L / f)`` (module docstring). inf where no limit."""
     n = x.shape[1]
     if limit_w is None or not limit_w > 0:
         return np.full(n, np.inf)

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from archline.core.readings import Clock
-from archline.errors import InputError
+from archline.errors import ArchlineError, InputError
 from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
 from archline.measurement.attribute.replay_context import check_design, context_rows, run_context
-from archline.measurement.attribute.replay_result import LUMPED, PINNED, REST, ReplayResult, ReplayRow
+from archline.measurement.attribute.replay_result import FIXED, LUMPED, PINNED, REST, ReplayResult, ReplayRow
 from archline.measurement.attribute.replay_stats import CallMeasure, Energy, mean_of_runs
 from archline.measurement.attribute.replay_switch import (
     ReplayableGraph,
@@ -231,9 +231,18 @@ def _time_groups(t: _Trials, plan: _Plan, clock: Clock, replays: int) -> dict[st
 def _measure_repeat(
     t: _Trials, plan: _Plan, chosen: list[str], others: list[int], marginal: bool
 ) -> tuple[Energy, Energy | None, dict[str, tuple[Energy, Energy | None]], Energy | None]:
-    """One pass: whole step, base, each chosen group alone (and without it), the rest."""
+    """One pass: whole step, base, each chosen group alone (and without it), the rest. The base (pinned groups and
+    memsets, or nothing but a replay's launch) is taken out of each group's and the rest's energy, as out of their
+    times (:func:`_time_groups`)."""
     whole = t.run("[whole step]", "whole", None)
-    base = t.run(PINNED, "base", plan.base) if plan.pinned else None
+    base: Energy | None
+    if plan.pinned:
+        base = t.run(PINNED, "base", plan.base)
+    else:
+        try:  # an empty replay: nothing to measure where it takes no time (a fake GPU without a fixed cost)
+            base = t.run(FIXED, "base", plan.base)
+        except (SwitchError, ArchlineError):
+            base = None
     every = [i for idx in plan.groups.values() for i in idx]
     per: dict[str, tuple[Energy, Energy | None]] = {}
     for name in chosen:
@@ -338,13 +347,14 @@ def replay_energy(
         rests = [p[3] for p in passes if p[3] is not None]
         if rests:
             res.rows.append(_row(REST, "mixed", len(others), rests))
+        bases = [p[1] for p in passes if p[1] is not None]
         if plan.pinned:
-            bases = [p[1] for p in passes if p[1] is not None]
-            pinned_nodes = len(plan.base) - len(plan.keep)
-            res.rows.append(_row(PINNED, "mixed", pinned_nodes, bases))
+            res.rows.append(_row(PINNED, "mixed", len(plan.base) - len(plan.keep), bases))
+        elif len(bases) == len(passes):
+            res.rows.append(_row(FIXED, "mixed", len(plan.keep), bases))
         for name, why in {**plan.blocked, **plan.failed}.items():
             res.rows.append(_unmeasured(name, graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name]), why))
-        res.notes += _notes(plan, switching, chosen, times, repeats)
+        res.notes += _notes(plan, switching, chosen, times, repeats, fixed=any(r.group == FIXED for r in res.rows))
         if design is not None:
             _add_context(res, t, plan, times, design, design_seed, design_budget_s, design_kind)
         res.rows = [replace(r, group_time_s=times[r.group]) if r.group in times else r for r in res.rows]
@@ -384,7 +394,9 @@ def _add_context(
     res.notes += ctx.notes
 
 
-def _notes(plan: _Plan, switching: Switching, chosen: list[str], times: dict[str, float], repeats: int) -> list[str]:
+def _notes(
+    plan: _Plan, switching: Switching, chosen: list[str], times: dict[str, float], repeats: int, fixed: bool = False
+) -> list[str]:
     measurable = plan.measurable
     covered = sum(times.get(g, 0.0) for g in chosen) / max(sum(times.values()), 1e-12)
     notes = [
@@ -396,6 +408,11 @@ def _notes(plan: _Plan, switching: Switching, chosen: list[str], times: dict[str
     ]
     if plan.keep:
         notes.append(f"the step's {len(plan.keep)} memsets stay enabled in every replay (counters and workspaces)")
+    if not plan.pinned and fixed:
+        notes.append(
+            f"each group's isolated energy is its replay less a replay with no group enabled ('{FIXED}': the "
+            "launch, synchronisation, memsets and the idle power over them), as its time is"
+        )
     if plan.blocked:
         notes.append(
             f"{len(plan.blocked)} groups cannot be switched and stay enabled in every replay ('{PINNED}', measured "

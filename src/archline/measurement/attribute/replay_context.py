@@ -34,7 +34,7 @@ import numpy as np
 from archline.core.readings import Clock
 from archline.hw.graph_nodes import SwitchError
 from archline.measurement.attribute.replay_design import MIN_RESIDUAL_DOF, DesignFit, draw_design, fit_design
-from archline.measurement.attribute.replay_result import LUMPED, PINNED, REST, ReplayRow
+from archline.measurement.attribute.replay_result import FIXED, LUMPED, PINNED, REST, ReplayRow
 from archline.measurement.attribute.replay_stats import Energy
 
 Array = np.ndarray[Any, np.dtype[np.float64]]
@@ -354,5 +354,5 @@ def context_rows(
                 context_time_s=ctx.times.get(name),
             )
         )  # fmt: skip
-    at = next((k for k, r in enumerate(out) if r.group in (REST, PINNED) or not r.measurable), len(out))
+    at = next((k for k, r in enumerate(out) if r.group in (REST, PINNED, FIXED) or not r.measurable), len(out))
     return out[:at] + new + out[at:]

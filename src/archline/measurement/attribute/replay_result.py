@@ -9,12 +9,15 @@ from typing import Any
 from archline.core.frames import Tabular
 from archline.measurement.attribute.replay_stats import reproducibility, run_spread_pct
 
-__all__ = ["LUMPED", "PINNED", "REST", "ReplayResult", "ReplayRow"]
+__all__ = ["FIXED", "LUMPED", "PINNED", "REST", "ReplayResult", "ReplayRow"]
 
 #: The rest of the step's nodes, measured as one group so the isolated energies add up to the step.
 REST = "[all other nodes]"
 #: The groups whose nodes cannot be switched, enabled in every replay and measured together.
 PINNED = "[groups not switchable]"
+#: A replay with no group enabled (only the memsets): its launch, synchronisation and the idle power over them,
+#: which every isolated replay also carries and which is taken out of each (since session 11).
+FIXED = "[a replay's fixed cost]"
 #: The shortest groups switched together in a design too small to fit each on its own (replay_context.py).
 LUMPED = "[groups lumped in the design]"
 
@@ -101,7 +104,7 @@ class ReplayResult(Tabular):
 
     @property
     def kernels(self) -> list[ReplayRow]:
-        return [r for r in self.rows if r.group not in (REST, PINNED, LUMPED) and r.measurable]
+        return [r for r in self.rows if r.group not in (REST, PINNED, LUMPED, FIXED) and r.measurable]
 
     @property
     def not_measurable(self) -> list[ReplayRow]:

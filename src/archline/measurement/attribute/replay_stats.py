@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["CallMeasure", "Energy", "mean_of_runs", "reproducibility", "run_spread_pct"]
+__all__ = ["CallMeasure", "Energy", "mean_of_runs", "reproducibility", "run_spread_pct", "unresolved_text"]
 
 #: Mean range of n standard normal draws (d2 of quality control): a spread's expectation from noise alone.
 _D2 = {2: 1.128, 3: 1.693, 4: 2.059, 5: 2.326, 6: 2.534, 7: 2.704, 8: 2.847, 9: 2.970, 10: 3.078}
@@ -87,17 +87,22 @@ def reproducibility(
 
     ``groups``: (name, spread %, expected spread from the reported σ alone %). The spread is the
     range of a group's energies over the repeats in % of their mean, so it is two-sided: a run
-    3 % low fails as a run 3 % high does. ``verdict`` is ``PASS`` when every group's spread is
-    within the target. Where the measurement's own noise is larger than half the target the
-    test cannot tell much, and ``resolution`` says so. None without repeats.
+    3 % low fails as a run 3 % high does. A group whose expected spread from its σ alone is above the
+    target cannot be judged at it (its noise could fake a failure as well as hide one): it is listed in
+    ``groups_unresolved`` and left out of the verdict. ``verdict`` is ``PASS`` when every other group's
+    spread is within the target, ``UNRESOLVED`` when no group can be judged. Where the measurement's
+    median noise is larger than half the target the test cannot tell much, and ``resolution`` says so.
+    None without repeats.
     """
     rows = [(g, s, n) for g, s, n in groups if s is not None and math.isfinite(s)]
     if not rows:
         return None
     spreads = [s for _, s, _ in rows]
     noises = [n for _, _, n in rows if n is not None and math.isfinite(n)]
-    worst = max(rows, key=lambda r: r[1])
-    outside = [g for g, s, _ in rows if s > target_pct]
+    unresolved = [g for g, _, n in rows if n is not None and math.isfinite(n) and n > target_pct]
+    judged = [r for r in rows if r[0] not in unresolved]
+    worst = max(judged or rows, key=lambda r: r[1])
+    outside = [g for g, s, _ in judged if s > target_pct]
     noise = statistics.median(noises) if noises else None
     if noise is not None and noise > target_pct / 2:
         resolution = (
@@ -113,7 +118,17 @@ def reproducibility(
         "max_spread_pct": worst[1],
         "worst_group": worst[0],
         "groups_outside_target": outside,
+        "groups_unresolved": unresolved,
         "median_noise_pct": noise,
-        "verdict": "PASS" if not outside else "FAIL",
+        "verdict": "FAIL" if outside else ("PASS" if judged else "UNRESOLVED"),
         "resolution": resolution,
     }
+
+
+def unresolved_text(rep: Mapping[str, Any]) -> str:
+    """'; N group(s) too noisy to judge: …' for a reproducibility summary's unresolved groups ('' where none)."""
+    groups = list(rep.get("groups_unresolved") or [])
+    if not groups:
+        return ""
+    names = ", ".join(str(g)[:40] for g in groups[:3]) + (f" and {len(groups) - 3} more" if len(groups) > 3 else "")
+    return f"; {len(groups)} group(s) too noisy to judge at {rep.get('target_pct', 3.0):g} % (left out): {names}"
