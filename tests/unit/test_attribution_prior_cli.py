@@ -83,3 +83,30 @@ def test_run_warns_when_its_replay_priors_predate_the_state_restore(fake_gpu, tm
     assert res.exit_code == 0, res.output
     text = " ".join(res.output.split())
     assert "archline: warning:" in text and "predates" in text and "NaN" in text
+
+
+def test_run_takes_the_shipped_burst_ceiling_of_its_board(fake_gpu, tmp_path, monkeypatch):
+    # A burst measurement shipped for a board of the fake's name: archline run finds it by name, bounds each
+    # kernel by it and says where it came from; another board's measurement is not used.
+    import json
+
+    shipped = tmp_path / "shipped"
+    f = shipped / "fake" / "bench" / "burst-power" / "burst_power-GPU-fake.json"
+    f.parent.mkdir(parents=True)
+    rows = [{"gemm_w": 900.0, "verdict": "above"}, {"gemm_w": 700.0, "verdict": "below"}]
+    f.write_text(json.dumps({"board": "Fake GPU", "uuid": "GPU-fake", "rows": rows}))
+    monkeypatch.setenv("ARCHLINE_SHIPPED_DIR", str(shipped))
+    script, _ = _script_and_replay(tmp_path)
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["run", "-o", str(out), "--tracer", "python", "--", str(script)], obj=fake_gpu.deps)
+    assert res.exit_code == 0, res.output
+    att = RunDir.open(out).read_json("attribution.json")
+    assert att["extra"]["power_ceiling_w"] == 900.0
+    notes = [*att.get("notes", []), *RunDir.open(out).manifest.notes]
+    assert any("900 W, the most a bf16 GEMM" in n and "fake/bench/burst-power" in n for n in notes), notes
+    assert all(b <= 1.05 * 900.0 + 1e-9 for b in att["extra"]["power_bound_w"].values())
+    f.write_text(json.dumps({"board": "Another GPU", "uuid": "GPU-x", "rows": rows}))
+    out2 = tmp_path / "run2"
+    res = CliRunner().invoke(app, ["run", "-o", str(out2), "--tracer", "python", "--", str(script)], obj=fake_gpu.deps)
+    assert res.exit_code == 0, res.output
+    assert RunDir.open(out2).read_json("attribution.json")["extra"]["power_ceiling_w"] is None
