@@ -141,3 +141,14 @@ def test_a_group_whose_noise_alone_exceeds_the_target_is_left_out_of_the_verdict
     only = reproducibility([("tiny", 13.7, 50.2)], 3.0)
     assert only is not None and only["verdict"] == "UNRESOLVED"
     assert unresolved_text({"groups_unresolved": []}) == ""
+
+
+def test_a_group_time_that_came_out_at_nothing_falls_back_on_its_isolated_time_less_the_base() -> None:
+    from archline.measurement.attribute.replay import _group_time
+    from archline.measurement.attribute.replay_result import ReplayRow
+
+    row = ReplayRow("gemm", "kernel", 4, 9.1e-5, 0.083, 0.0006, 906.0, None, None)
+    base = [Energy(0.054, 0.0003, 4.2e-4)]
+    assert _group_time(row, {"gemm": 0.0}, base) == pytest.approx(9.1e-5)  # the timing drowned: the isolated net
+    assert _group_time(row, {"gemm": 2.0e-4}, base) == pytest.approx(2.0e-4)  # a timing that resolved it stays
+    assert _group_time(row, {"gemm": 0.0}, []) == 0.0  # no base measured: the isolated time holds the launch

@@ -266,6 +266,16 @@ def _measure_repeat(
     return whole, base, per, rest
 
 
+def _group_time(r: ReplayRow, times: Mapping[str, float], bases: Sequence[Energy]) -> float:
+    """A group's time per replay beyond a replay with none: its timing's, or where that came out at nothing (the
+    H100 runs of sessions 10-11: every group's timing, each replay primed by a whole step and a state copy, was
+    at or under the base's) the time of its isolated measurements less the base's, where the base was measured."""
+    t = times[r.group]
+    if t > 0 or not bases or not r.measurable or not math.isfinite(r.time_s) or r.time_s <= 0:
+        return t
+    return r.time_s
+
+
 def _row(name: str, kind: str, nodes: int, runs: Sequence[Energy], marg: Sequence[Energy] = ()) -> ReplayRow:
     e, spread, noise = mean_of_runs(runs)
     m = mean_of_runs(marg)[0] if marg else None
@@ -357,7 +367,7 @@ def replay_energy(
         res.notes += _notes(plan, switching, chosen, times, repeats, fixed=any(r.group == FIXED for r in res.rows))
         if design is not None:
             _add_context(res, t, plan, times, design, design_seed, design_budget_s, design_kind)
-        res.rows = [replace(r, group_time_s=times[r.group]) if r.group in times else r for r in res.rows]
+        res.rows = [replace(r, group_time_s=_group_time(r, times, bases)) if r.group in times else r for r in res.rows]
         if t.primes:
             res.notes.append(
                 f"every measurement and timing with nodes switched off was preceded by one whole step, unmeasured "
