@@ -125,6 +125,8 @@ class _Trials:
         #: (:meth:`_prime`), and how many such steps ran.
         self.prime = prime
         self.primes = 0
+        #: A replay with no group enabled, in seconds (set by :func:`_time_groups`; 0: it takes no time to measure).
+        self.base_s = 0.0
 
     def _prime(self, nodes: Sequence[int] | None) -> None:
         """Before a replay with nodes switched off: run the whole step once from the restored state, outside any
@@ -219,6 +221,7 @@ def _time_groups(t: _Trials, plan: _Plan, clock: Clock, replays: int) -> dict[st
         base_s = t.time(PINNED, plan.base, clock, replays)
     except SwitchError:
         base_s = 0.0
+    t.base_s = base_s
     out: dict[str, float] = {}
     for name in plan.measurable:
         try:
@@ -238,11 +241,13 @@ def _measure_repeat(
     base: Energy | None
     if plan.pinned:
         base = t.run(PINNED, "base", plan.base)
-    else:
-        try:  # an empty replay: nothing to measure where it takes no time (a fake GPU without a fixed cost)
+    elif t.base_s > 0.01 * whole.time_s:  # an empty replay under 1 % of the step's time holds too little to take out
+        try:
             base = t.run(FIXED, "base", plan.base)
         except (SwitchError, ArchlineError):
             base = None
+    else:
+        base = None
     every = [i for idx in plan.groups.values() for i in idx]
     per: dict[str, tuple[Energy, Energy | None]] = {}
     for name in chosen:
