@@ -110,3 +110,20 @@ def test_run_takes_the_shipped_burst_ceiling_of_its_board(fake_gpu, tmp_path, mo
     res = CliRunner().invoke(app, ["run", "-o", str(out2), "--tracer", "python", "--", str(script)], obj=fake_gpu.deps)
     assert res.exit_code == 0, res.output
     assert RunDir.open(out2).read_json("attribution.json")["extra"]["power_ceiling_w"] is None
+
+
+def test_run_takes_a_power_ceiling_given_on_the_command_line(fake_gpu, tmp_path):
+    script, _ = _script_and_replay(tmp_path)
+    # this program's kernels fill whole windows, so the limit bounds them either way (min(C, L / f) with f = 1)
+    for given, bound in ((800.0, 1.05 * 700.0), (0.0, 1.05 * 700.0)):  # 0: no ceiling, the fake's 700 W limit
+        out = tmp_path / f"run{given:g}"
+        argv = ["run", "-o", str(out), "--tracer", "python", "--power-ceiling", f"{given:g}", "--", str(script)]
+        res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
+        assert res.exit_code == 0, res.output
+        att = RunDir.open(out).read_json("attribution.json")
+        assert att["extra"]["power_ceiling_w"] == given
+        assert max(att["extra"]["power_bound_w"].values()) == pytest.approx(bound)
+    argv = ["run", "-o", str(tmp_path / "bad"), "--power-ceiling", "-5", "--", str(script)]
+    res = CliRunner().invoke(app, argv, obj=fake_gpu.deps)
+    assert res.exit_code == 2 and "--power-ceiling must be a power in W ≥ 0 (got -5.0)" in res.output
+    assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1

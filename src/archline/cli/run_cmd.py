@@ -270,6 +270,16 @@ def register(app: typer.Typer) -> None:
                 "kernel's prior; the table's 'from' column says whether data or prior set each row.",
             ),
         ] = None,
+        power_ceiling: Annotated[
+            float | None,
+            typer.Option(
+                "--power-ceiling",
+                metavar="W",
+                help="The most a kernel can draw while it runs in bursts on this board (W), instead of the "
+                "burst measurement archline ships for boards of its name; 0: none, every row bounded by the "
+                "power limit (docs/attribution.md, 'Power limit and burst ceiling').",
+            ),
+        ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print the result as JSON (the program's stdout goes to stderr).")
         ] = False,
@@ -284,6 +294,8 @@ def register(app: typer.Typer) -> None:
         """
         if top < 0:
             raise InputError(f"--top must be ≥ 0 (got {top})")
+        if power_ceiling is not None and not (power_ceiling >= 0 and math.isfinite(power_ceiling)):
+            raise InputError(f"--power-ceiling must be a power in W ≥ 0 (got {power_ceiling})")
         duty = None if trace_duty in ("auto", "full") else parse_duty(trace_duty)
         from archline.measurement.attribute.backend import nvml_backend
         from archline.measurement.attribute.run import run_program
@@ -291,11 +303,15 @@ def register(app: typer.Typer) -> None:
 
         options = None
         render = write_report_files
-        if prior_replay is not None:
+        if prior_replay is not None or power_ceiling is not None:
             from archline.measurement.attribute.attribution import AttributionOptions
 
-            options = AttributionOptions(priors=read_replay_priors(prior_replay))
-            render = _with_replay(prior_replay)
+            options = AttributionOptions(
+                priors=read_replay_priors(prior_replay) if prior_replay is not None else None,
+                power_ceiling_w=power_ceiling,
+            )
+            if prior_replay is not None:
+                render = _with_replay(prior_replay)
         d = deps(ctx)
         kw: dict[str, Any] = dict(
             out=out,
