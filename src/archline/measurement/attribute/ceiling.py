@@ -1,7 +1,7 @@
 """The most power a kernel can draw while it runs: the limit where it runs on, a measured burst ceiling between others.
 
 The board's power limit is enforced on an average: a bf16 GEMM of 0.02–1.4 ms between idle gaps drew
-up to 1016 W while it ran on four H100s limited to 700 W, at the full SM clock, and about 700 W back to back,
+up to 1016 W while it ran on five H100s limited to 700 W, at the full SM clock, and about 700 W back to back,
 its clock held by the software power cap (``benchmarks/burst_power.py``, results/h100/bench/burst-power/).
 So a kernel's mean power is bounded by the limit only where it fills the board's time; a kernel that
 runs in bursts among lower-power ones is bounded by what such a kernel was measured to draw.
