@@ -140,6 +140,11 @@ def test_a_group_whose_noise_alone_exceeds_the_target_is_left_out_of_the_verdict
     assert bad is not None and bad["verdict"] == "FAIL" and bad["groups_outside_target"] == ["gemm"]
     only = reproducibility([("tiny", 13.7, 50.2)], 3.0)
     assert only is not None and only["verdict"] == "UNRESOLVED"
+    # a noisy group whose spread is far beyond what its noise gives (3.1 % expected, 40 % seen) is judged: FAIL
+    gross = reproducibility([("gemm", 0.4, 1.1), ("odd", 40.0, 3.1)], 3.0)
+    assert gross is not None and gross["verdict"] == "FAIL" and gross["groups_outside_target"] == ["odd"]
+    assert gross["groups_unresolved"] == []
+    assert "tiny (13.7 % against 50.2 % from noise)" in unresolved_text(rep)
     assert unresolved_text({"groups_unresolved": []}) == ""
 
 

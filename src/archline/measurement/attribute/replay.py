@@ -127,6 +127,11 @@ class _Trials:
         self.primes = 0
         #: A replay with no group enabled, in seconds (set by :func:`_time_groups`; 0: it takes no time to measure).
         self.base_s = 0.0
+        #: Whether every pass measures the fixed cost (decided once, in the first pass), the last one measured,
+        #: and how many passes reused it because their own measurement failed.
+        self.fixed_wanted: bool | None = None
+        self.fixed_last: Energy | None = None
+        self.fixed_reused = 0
 
     def _prime(self, nodes: Sequence[int] | None) -> None:
         """Before a replay with nodes switched off: run the whole step once from the restored state, outside any
@@ -238,16 +243,7 @@ def _measure_repeat(
     memsets, or nothing but a replay's launch) is taken out of each group's and the rest's energy, as out of their
     times (:func:`_time_groups`)."""
     whole = t.run("[whole step]", "whole", None)
-    base: Energy | None
-    if plan.pinned:
-        base = t.run(PINNED, "base", plan.base)
-    elif t.base_s > 0.01 * whole.time_s:  # an empty replay under 1 % of the step's time holds too little to take out
-        try:
-            base = t.run(FIXED, "base", plan.base)
-        except (SwitchError, ArchlineError):
-            base = None
-    else:
-        base = None
+    base = t.run(PINNED, "base", plan.base) if plan.pinned else _fixed_cost(t, plan, whole)
     every = [i for idx in plan.groups.values() for i in idx]
     per: dict[str, tuple[Energy, Energy | None]] = {}
     for name in chosen:
@@ -269,6 +265,24 @@ def _measure_repeat(
         r = t.run(REST, "rest", others + plan.base)
         rest = r.minus(base) if base is not None else r
     return whole, base, per, rest
+
+
+def _fixed_cost(t: _Trials, plan: _Plan, whole: Energy) -> Energy | None:
+    """The fixed cost of a replay (no group enabled), the same way in every pass: decided in the first (not where
+    an empty replay takes under 1 % of the step's time, too little to take out, nor where it cannot be measured
+    there); a later pass whose measurement fails reuses the last one measured."""
+    if t.fixed_wanted is None:
+        t.fixed_wanted = t.base_s > 0.01 * whole.time_s
+    if not t.fixed_wanted:
+        return None
+    try:
+        t.fixed_last = t.run(FIXED, "base", plan.base)
+    except (SwitchError, ArchlineError):
+        if t.fixed_last is None:
+            t.fixed_wanted = False
+            return None
+        t.fixed_reused += 1
+    return t.fixed_last
 
 
 def _group_time(r: ReplayRow, times: Mapping[str, float], bases: Sequence[Energy]) -> float:
@@ -365,8 +379,12 @@ def replay_energy(
         bases = [p[1] for p in passes if p[1] is not None]
         if plan.pinned:
             res.rows.append(_row(PINNED, "mixed", len(plan.base) - len(plan.keep), bases))
-        elif len(bases) == len(passes):
+        elif bases:  # every pass has one (_fixed_cost)
             res.rows.append(_row(FIXED, "mixed", len(plan.keep), bases))
+            if t.fixed_reused:
+                res.notes.append(
+                    f"the fixed cost's measurement failed in {t.fixed_reused} pass(es); each reused the last measured"
+                )
         for name, why in {**plan.blocked, **plan.failed}.items():
             res.rows.append(_unmeasured(name, graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name]), why))
         res.notes += _notes(plan, switching, chosen, times, repeats, fixed=any(r.group == FIXED for r in res.rows))

@@ -51,7 +51,9 @@ class ReplayRow:
     context_j: float | None = None
     context_sigma_j: float | None = None
     #: The group's time per replay with only it enabled, beyond a replay with none enabled (its kernels' own
-    #: time, without the replay's launch and synchronisation); ``time_s`` is the whole isolated replay's.
+    #: time, without the replay's launch and synchronisation); ``time_s`` is the isolated replay's, less the base's
+    #: (pinned groups and memsets, or the fixed cost) where the base was measured (since session 11 where a
+    #: replay with none enabled takes at least 1 % of the step's time).
     group_time_s: float | None = None
     #: Repetitions that ended with the step's state non-finite (hw/graph_state.py), over the replays this row's
     #: energies derive from: its own isolated (and without-it) replays and those subtracted from them (the base,

@@ -80,6 +80,10 @@ def mean_of_runs(runs: Sequence[Energy]) -> tuple[Energy, float | None, float | 
     return Energy(e, sd, t, sum(r.nonfinite for r in runs)), spread, noise
 
 
+#: The 99th percentile of the range of two runs, in units of its expected value (|Z|·√2 at 99 % over d2 = 1.128).
+NOISE_RANGE_99 = 3.2
+
+
 def reproducibility(
     groups: Sequence[tuple[str, float | None, float | None]], target_pct: float = 3.0
 ) -> dict[str, Any] | None:
@@ -89,8 +93,9 @@ def reproducibility(
     range of a group's energies over the repeats in % of their mean, so it is two-sided: a run
     3 % low fails as a run 3 % high does. A group whose expected spread from its σ alone is above the
     target cannot be judged at it (its noise could fake a failure as well as hide one): it is listed in
-    ``groups_unresolved`` and left out of the verdict. ``verdict`` is ``PASS`` when every other group's
-    spread is within the target, ``UNRESOLVED`` when no group can be judged. Where the measurement's
+    ``groups_unresolved`` and left out of the verdict, unless its spread is beyond what that noise gives
+    (:data:`NOISE_RANGE_99` × its expected spread): then it is judged. ``verdict`` is ``PASS`` when every
+    other group's spread is within the target, ``UNRESOLVED`` when no group can be judged. Where the measurement's
     median noise is larger than half the target the test cannot tell much, and ``resolution`` says so.
     None without repeats.
     """
@@ -99,7 +104,11 @@ def reproducibility(
         return None
     spreads = [s for _, s, _ in rows]
     noises = [n for _, _, n in rows if n is not None and math.isfinite(n)]
-    unresolved = [g for g, _, n in rows if n is not None and math.isfinite(n) and n > target_pct]
+    # too noisy to judge: σ alone spreads it beyond the target, and its spread is within what that noise gives
+    # (3.2 × the expected range of two runs is its 99th percentile); a spread beyond that is judged, and fails
+    unresolved = [
+        g for g, s, n in rows if n is not None and math.isfinite(n) and n > target_pct and s <= NOISE_RANGE_99 * n
+    ]
     judged = [r for r in rows if r[0] not in unresolved]
     worst = max(judged or rows, key=lambda r: r[1])
     outside = [g for g, s, _ in judged if s > target_pct]
@@ -114,11 +123,12 @@ def reproducibility(
     return {
         "target_pct": target_pct,
         "groups": len(rows),
-        "median_spread_pct": statistics.median(spreads),
+        "median_spread_pct": statistics.median([s for _, s, _ in judged] or spreads),
         "max_spread_pct": worst[1],
         "worst_group": worst[0],
         "groups_outside_target": outside,
         "groups_unresolved": unresolved,
+        "unresolved_spread_pct": {g: (s, n) for g, s, n in rows if g in unresolved},
         "median_noise_pct": noise,
         "verdict": "FAIL" if outside else ("PASS" if judged else "UNRESOLVED"),
         "resolution": resolution,
@@ -130,5 +140,11 @@ def unresolved_text(rep: Mapping[str, Any]) -> str:
     groups = list(rep.get("groups_unresolved") or [])
     if not groups:
         return ""
-    names = ", ".join(str(g)[:40] for g in groups[:3]) + (f" and {len(groups) - 3} more" if len(groups) > 3 else "")
+    sp = rep.get("unresolved_spread_pct") or {}
+
+    def one(g: Any) -> str:
+        s_n = sp.get(g)
+        return f"{str(g)[:40]} ({s_n[0]:.1f} % against {s_n[1]:.1f} % from noise)" if s_n else str(g)[:40]
+
+    names = ", ".join(one(g) for g in groups[:3]) + (f" and {len(groups) - 3} more" if len(groups) > 3 else "")
     return f"; {len(groups)} group(s) too noisy to judge at {rep.get('target_pct', 3.0):g} % (left out): {names}"
