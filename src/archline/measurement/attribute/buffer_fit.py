@@ -21,8 +21,6 @@ __all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays", "prio
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
 
-#: A row whose mean power exceeds the board's power limit by more than this factor is impossible.
-
 
 def _intervals(d: Design, integral: BufferIntegral, scale: float) -> tuple[F64, F64, I64, F64]:
     """Every busy/gap interval (relative s) with its column and weight; long calls as column −1 with their power (W)."""
@@ -168,6 +166,4 @@ def power_bounds(
     """Upper bound on each active column's power (inf where the limit is unknown): the board limit × LIMIT_SLACK,
     or with a measured burst ceiling and the windows' busy times ``x`` (windows × active columns), min(ceiling,
     limit / the column's largest share of a window) × LIMIT_SLACK (ceiling.kernel_bounds)."""
-    if x is None or ceiling_w is None:
-        return kernel_bounds(np.zeros((0, active.size)), power_limit_w)
-    return kernel_bounds(x, power_limit_w, ceiling_w)
+    return kernel_bounds(np.zeros((0, active.size)) if x is None else x, power_limit_w, ceiling_w)
