@@ -132,9 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         replay_meta, replay_rows = read_replay(a.prior_replay)
     result = reanalyze(d, opts)
     sys.path.insert(0, str(HERE))
-    from validate_attribution_real import analyse, design_c0, report
+    from validate_attribution_real import analyse, report
 
     from archline.core.activity import demangle
+    from archline.measurement.attribute.replay_result import fixed_cost_to_take_out
 
     obj = json.loads(json.dumps(result.to_json() if hasattr(result, "to_json") else {}, default=str))
     if not obj:
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp.write_text(json.dumps(obj, indent=1, default=str), encoding="utf-8")
         tmp.replace(a.save)  # atomic: an interrupted redo leaves no half-written file
     names = demangle([str(r.get("group", "")) for r in replay_rows])
-    fixed = None if a.isolated_as_recorded else design_c0(replay_meta.get("design"))
+    fixed = None if a.isolated_as_recorded else fixed_cost_to_take_out(replay_rows, replay_meta.get("design"))
     s = analyse(obj, replay_rows, names=names, power_limit_w=opts.power_limit_w, fixed_j=fixed)
     s["notes"] = list(result.notes)
     s["prior_fit"] = result.extra.get("prior_fit")

@@ -34,6 +34,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from archline.measurement.attribute.replay_result import design_c0 as design_c0  # the design's c0, for callers
+from archline.measurement.attribute.replay_result import fixed_cost_to_take_out
+
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent / "workloads"))
 
@@ -134,10 +137,9 @@ def analyse(
     above_limit = [r["name"] for r in ident if limit and _f(r["mean_power_w"]) > LIMIT_SLACK * float(limit)]
     rep: dict[str, tuple[float, float]] = {}
     ctx: dict[str, tuple[float, float]] = {}
-    from archline.measurement.attribute.replay_result import FIXED, PINNED
-
-    net = any(str(rr.get("group", "")) in (FIXED, PINNED) for rr in replay_rows)
-    less = fixed_j if fixed_j is not None and not net and all(map(math.isfinite, fixed_j)) else None
+    # fixed_j comes out only where the replay did not take its base out itself (no fixed-cost or pinned row)
+    still_in = fixed_cost_to_take_out(replay_rows, {"c0_j": fixed_j[0], "c0_se_j": fixed_j[1]} if fixed_j else None)
+    less = fixed_j if still_in is not None else None
     for rr in replay_rows:
         n = int(_f(rr.get("nodes_per_step")) or 0)
         g = str(rr.get("group", ""))
@@ -199,14 +201,6 @@ def analyse(
             1 for t in top_rows if t["diff_context_pct"] is not None and abs(t["diff_context_pct"]) <= 15.0
         ),
     }
-
-
-def design_c0(design: Mapping[str, Any] | None) -> tuple[float, float] | None:
-    """A design's fixed cost of a replay, c0 ± its σ (J), where it has one."""
-    if not design:
-        return None
-    c0, se = _f(design.get("c0_j")), _f(design.get("c0_se_j"))
-    return (c0, se) if math.isfinite(c0) and math.isfinite(se) else None
 
 
 def verdicts(s: Mapping[str, Any]) -> list[str]:
@@ -304,7 +298,7 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     manifest = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").is_file() else {}
     names = demangle([str(r["group"]) for r in replay_rows])
     s = analyse(result, replay_rows, names=names, power_limit_w=(manifest.get("extra") or {}).get("power_limit_w"),
-                fixed_j=design_c0(replay_summary.get("design")))  # fmt: skip
+                fixed_j=fixed_cost_to_take_out(replay_rows, replay_summary.get("design")))  # fmt: skip
     s["replay"] = replay_summary
     s["buffer_model"] = (manifest.get("extra") or {}).get("buffer_model")
     s["run_exit"] = proc.returncode

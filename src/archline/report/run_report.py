@@ -160,7 +160,11 @@ def _replay_blocks(run: RunDir, rows: Sequence[Mapping[str, Any]], confidence: f
         ),
         replay_table(replay_rows, summary.get("notes", [])),
     ]
-    comparison = replay_comparison(rows, replay_rows, confidence)
+    from archline.measurement.attribute.replay_result import fixed_cost_to_take_out
+
+    comparison = replay_comparison(
+        rows, replay_rows, confidence, fixed_cost_to_take_out(replay_rows, summary.get("design"))
+    )
     if comparison is not None:
         blocks.append(comparison)
     else:

@@ -250,18 +250,24 @@ def unattributed_table(rows: Sequence[Mapping[str, Any]], confidence: float) -> 
 
 
 def replay_comparison(
-    rows: Sequence[Mapping[str, Any]], replay_rows: Sequence[Mapping[str, Any]], confidence: float
+    rows: Sequence[Mapping[str, Any]],
+    replay_rows: Sequence[Mapping[str, Any]],
+    confidence: float,
+    fixed_j: tuple[float, float] | None = None,
 ) -> Table | None:
     """Each kernel's attributed energy per call against graph replay's isolated energy per call (``replay.csv``:
-    a group's energy per replay of the step over its nodes per step); None when no name matches."""
+    a group's energy per replay of the step over its nodes per step, less ``fixed_j``, a replay's fixed cost
+    still in it: ``replay_result.fixed_cost_to_take_out``); None when no name matches."""
     conf = round(100 * confidence)
     names = demangle([str(r.get("group", "")) for r in replay_rows])
     replay: dict[str, tuple[float, float | None]] = {}
     for g in replay_rows:
         n, e = _num(g, "nodes_per_step"), _num(g, "energy_j")
         if n and e is not None:
-            sd = _num(g, "energy_sigma_j")
             group = str(g.get("group", ""))
+            sd = _num(g, "energy_sigma_j")
+            if fixed_j is not None:
+                e, sd = e - fixed_j[0], None if sd is None else math.hypot(sd, fixed_j[1])
             replay[names.get(group, group)] = (e / n, None if sd is None else sd / n)
     header = (
         "kernel",
@@ -301,4 +307,9 @@ def replay_comparison(
     if not cells:
         return None
     caption = f"Attribution against graph replay ({len(cells)} of {len(replay)} replayed groups matched by name)"
+    if fixed_j is not None:
+        caption += (
+            f"; isolated energies less a replay's fixed cost ({1e3 * fixed_j[0]:.3g} mJ, the design's c0), "
+            "which this replay, recorded before session 11, left in each"
+        )
     return Table(header, tuple(cells), caption=caption, sort_keys=tuple(keys))

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from archline.core.frames import Tabular
 from archline.measurement.attribute.replay_stats import reproducibility, run_spread_pct
 
-__all__ = ["FIXED", "LUMPED", "PINNED", "REST", "ReplayResult", "ReplayRow"]
+__all__ = ["FIXED", "LUMPED", "PINNED", "REST", "ReplayResult", "ReplayRow", "design_c0", "fixed_cost_to_take_out"]
 
 #: The rest of the step's nodes, measured as one group so the isolated energies add up to the step.
 REST = "[all other nodes]"
@@ -154,3 +155,29 @@ class ReplayResult(Tabular):
             "kept_buffers": self.kept_buffers,
             "notes": list(self.notes),
         }
+
+
+def _number(v: Any) -> float:
+    try:
+        return float(v) if v not in (None, "") else math.nan
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def design_c0(design: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """A randomized design's fixed cost of a replay, c0 ± its σ (J), where it has one (``replay.json``'s design)."""
+    if not design:
+        return None
+    c0, se = _number(design.get("c0_j")), _number(design.get("c0_se_j"))
+    return (c0, se) if math.isfinite(c0) and math.isfinite(se) else None
+
+
+def fixed_cost_to_take_out(
+    rows: Sequence[Mapping[str, Any]], design: Mapping[str, Any] | None
+) -> tuple[float, float] | None:
+    """What still has to come out of each isolated energy of ``replay.csv``'s ``rows`` to leave the group's own:
+    nothing where the replay took the base out itself (a :data:`FIXED` or :data:`PINNED` row, since session 11),
+    else the design's c0 ± σ where one ran (replays recorded before kept it in every isolated energy)."""
+    if any(str(r.get("group", "")) in (FIXED, PINNED) for r in rows):
+        return None
+    return design_c0(design)
