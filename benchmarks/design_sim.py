@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from archline.measurement.attribute.replay_context import prefix_rows
+from archline.measurement.attribute.replay_context import fold_sigma, prefix_rows
 from archline.measurement.attribute.replay_design import draw_design, fit_design
 
 #: Layers of the simulated step: each runs every group once.
@@ -76,7 +76,9 @@ def simulate(
     fit = fit_design(x, list(y), list(noise))
     est = np.asarray(fit.energy_j)
     se = np.asarray(fit.energy_se_j)
-    sd = np.sqrt(se**2 + 2.0 * fit.rho_up**2 * (est**2 + float(np.mean(est**2))))
+    typical = float(np.mean(est**2))
+    p = p_on if kind == "halves" else 0.5  # the fold replay_context uses (at p = ½ for a prefix design)
+    sd = np.array([fold_sigma(float(v), float(u), fit.rho_up, typical, p) for v, u in zip(est, se, strict=True)])
     rel = np.abs(est / e - 1.0)
     w = e / e.sum()
     return {

@@ -71,7 +71,12 @@ def register(app: typer.Typer) -> None:
     def replay(
         target: Annotated[str, typer.Argument(metavar="SCRIPT.py:FUNCTION", help="The step (or a factory of it).")],
         gpu: Annotated[int, typer.Option("--gpu", help="GPU index.")] = 0,
-        top: Annotated[int, typer.Option("--top", help="Groups measured one by one (longest first).")] = 8,
+        top: Annotated[
+            int,
+            typer.Option(
+                "--top", help="Groups measured one by one (largest in-step energies with --design, else longest)."
+            ),
+        ] = 8,
         no_marginal: Annotated[bool, typer.Option("--no-marginal", help="Skip the marginal energies.")] = False,
         repeats: Annotated[
             int, typer.Option("--repeats", help="Run the whole measurement this many times (run-to-run spread).")
@@ -93,6 +98,14 @@ def register(app: typer.Typer) -> None:
                 "the step (no kernel runs without the ones before it).",
             ),
         ] = "halves",
+        design_p_on: Annotated[
+            float,
+            typer.Option(
+                "--design-p-on",
+                help="Share of the configurations each group is on in (halves design; its interval widens to "
+                "match, docs/replay.md).",
+            ),
+        ] = 0.5,
         no_prime: Annotated[
             bool,
             typer.Option(
@@ -127,6 +140,8 @@ def register(app: typer.Typer) -> None:
 
         if design_kind not in DESIGN_KINDS:
             raise InputError(f"--design-kind must be {' or '.join(DESIGN_KINDS)}, not {design_kind!r}")
+        if not 0.0 < design_p_on < 1.0:
+            raise InputError(f"--design-p-on must be strictly between 0 and 1, not {design_p_on:g}")
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run
@@ -135,7 +150,7 @@ def register(app: typer.Typer) -> None:
         res = run_replay(
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
             design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
-            prime=not no_prime, keep_buffers=not reuse_buffers,
+            prime=not no_prime, keep_buffers=not reuse_buffers, design_p_on=design_p_on,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

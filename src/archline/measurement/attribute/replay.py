@@ -26,7 +26,13 @@ from typing import Any
 from archline.core.readings import Clock
 from archline.errors import ArchlineError, InputError
 from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
-from archline.measurement.attribute.replay_context import check_design, context_rows, run_context
+from archline.measurement.attribute.replay_context import (
+    ContextResult,
+    check_design,
+    context_rows,
+    run_context,
+    set_step,
+)
 from archline.measurement.attribute.replay_result import FIXED, LUMPED, PINNED, REST, ReplayResult, ReplayRow
 from archline.measurement.attribute.replay_stats import CallMeasure, Energy, mean_of_runs
 from archline.measurement.attribute.replay_switch import (
@@ -327,8 +333,10 @@ def replay_energy(
     design_budget_s: float | None = None,
     design_kind: str = "halves",
     prime: bool = False,
+    design_p_on: float = 0.5,
 ) -> ReplayResult:
-    """Energy of the whole step, of its ``top`` groups by isolated time, and of the rest.
+    """Energy of the whole step, of its ``top`` groups (by in-step energy where a design ran, else by isolated
+    time), and of the rest.
 
     ``measure(fn)`` measures one call of ``fn`` (a replay); the graph's enable flags are set
     before each measurement and every node is enabled again at the end. The groups to measure
@@ -339,8 +347,11 @@ def replay_energy(
     measurable group inside the step (``context_j``; replay_context.py), with the RNG seeded by
     ``design_seed`` (drawn and recorded where None), in at most ``design_budget_s`` seconds of
     measurement (fewer configurations, with a note). ``design_kind``: ``halves`` (each group on in a random
-    half of the configurations) or ``prefix`` (random prefixes of the step: no kernel runs without the ones
-    before it; replay_context.prefix_rows).
+    half of the configurations, or in a share ``design_p_on`` of them) or ``prefix`` (random prefixes of the step:
+    no kernel runs without the ones before it; replay_context.prefix_rows). The design runs first, and the
+    ``top`` groups measured one by one are then the largest by in-step energy: the ones a per-kernel table
+    ranks first. (Timed one by one under priming and the state copy, every group of the H100 runs of sessions
+    10-11 came out at nothing, and the top groups were the first in capture order.)
 
     ``prime``: run the whole step once, unmeasured, before every measurement or timing with nodes switched
     off, so that switched-off producers' buffers hold a whole step's output (:meth:`_Trials._prime`). Off here by
@@ -354,11 +365,16 @@ def replay_energy(
         raise ValueError("top must be at least 1")
     if repeats < 1:
         raise ValueError("repeats must be at least 1")
+    if not 0.0 < design_p_on < 1.0:
+        raise ValueError(f"design_p_on must be strictly between 0 and 1, not {design_p_on}")
     plan, switching = _plan(graph, exclude or {})
     t = _Trials(graph, measure, on_trial, clock, prime)
     try:
         times = _time_groups(t, plan, clock, timing_replays)
-        chosen = sorted(plan.measurable, key=lambda g: -times[g])[:top]
+        ctx = None
+        if design is not None:
+            ctx = _run_design(t, plan, times, design, design_seed, design_budget_s, design_kind, design_p_on)
+        chosen, by = _choose(plan, times, ctx, top)
         others = [i for g in plan.measurable if g not in chosen for i in plan.groups[g]]
         passes = [_measure_repeat(t, plan, chosen, others, marginal) for _ in range(repeats)]
         whole, _, _ = mean_of_runs([p[0] for p in passes])
@@ -387,9 +403,10 @@ def replay_energy(
                 )
         for name, why in {**plan.blocked, **plan.failed}.items():
             res.rows.append(_unmeasured(name, graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name]), why))
-        res.notes += _notes(plan, switching, chosen, times, repeats, fixed=any(r.group == FIXED for r in res.rows))
-        if design is not None:
-            _add_context(res, t, plan, times, design, design_seed, design_budget_s, design_kind)
+        fixed = any(r.group == FIXED for r in res.rows)
+        res.notes += _notes(plan, switching, chosen, times, repeats, fixed=fixed, by=by)
+        if ctx is not None:
+            _add_context(res, t, plan, times, ctx)
         res.rows = [replace(r, group_time_s=_group_time(r, times, bases)) if r.group in times else r for r in res.rows]
         if t.primes:
             res.notes.append(
@@ -409,32 +426,50 @@ def replay_energy(
             graph.set_enabled(None)
 
 
-def _add_context(
-    res: ReplayResult, t: _Trials, plan: _Plan, times: Mapping[str, float], design: int | str,
-    seed: int | None, budget_s: float | None, kind: str = "halves",
-) -> None:  # fmt: skip
+def _run_design(
+    t: _Trials, plan: _Plan, times: Mapping[str, float], design: int | str, seed: int | None,
+    budget_s: float | None, kind: str, p_on: float,
+) -> ContextResult:  # fmt: skip
     """Every measurable group's energy inside the step, by a randomized design (replay_context.py)."""
     names = sorted((g for g in plan.measurable if g in times), key=lambda g: -times[g])
     groups = {g: plan.groups[g] for g in names}
-    ctx = run_context(
+    return run_context(
         lambda nodes: t.run("[design]", "design", nodes), groups, plan.base, t.clock, design=design, seed=seed,
-        budget_s=budget_s, step_j=res.step_energy_j, step_sigma_j=res.step_sigma_j, kind=kind,
+        budget_s=budget_s, kind=kind, p_on=p_on,
     )  # fmt: skip
-    info = {g: (t.graph.nodes[groups[g][0]].kind, len(groups[g]), times[g]) for g in names}
-    info[LUMPED] = ("mixed", sum(len(groups[g]) for g in ctx.lumped), sum(times[g] for g in ctx.lumped))
+
+
+def _choose(plan: _Plan, times: Mapping[str, float], ctx: ContextResult | None, top: int) -> tuple[list[str], str]:
+    """The groups measured one by one: the ``top`` largest by in-step energy where a design gave them (groups it
+    lumped or could not fit come after, by time), else by isolated time; and what they were chosen by."""
+    timed = sorted(plan.measurable, key=lambda g: -times.get(g, 0.0))
+    if ctx is None or not ctx.values:
+        return timed[:top], "isolated time"
+    fitted = sorted((g for g in plan.measurable if g in ctx.values), key=lambda g: -ctx.values[g][0])
+    return (fitted + [g for g in timed if g not in ctx.values])[:top], "in-step energy (the design)"
+
+
+def _add_context(res: ReplayResult, t: _Trials, plan: _Plan, times: Mapping[str, float], ctx: ContextResult) -> None:
+    """The design's in-step energies into the rows, its Σ e + c0 checked against the whole step measured after."""
+    set_step(ctx, res.step_energy_j, res.step_sigma_j)
+    names = [g for g in plan.measurable if g in times]
+    info = {g: (t.graph.nodes[plan.groups[g][0]].kind, len(plan.groups[g]), times[g]) for g in names}
+    info[LUMPED] = ("mixed", sum(len(plan.groups[g]) for g in ctx.lumped), sum(times[g] for g in ctx.lumped))
     res.rows = context_rows(res.rows, ctx, info)
     res.design = ctx.summary or None
     res.notes += ctx.notes
 
 
 def _notes(
-    plan: _Plan, switching: Switching, chosen: list[str], times: dict[str, float], repeats: int, fixed: bool = False
-) -> list[str]:
+    plan: _Plan, switching: Switching, chosen: list[str], times: dict[str, float], repeats: int, fixed: bool = False,
+    by: str = "isolated time",
+) -> list[str]:  # fmt: skip
     measurable = plan.measurable
-    covered = sum(times.get(g, 0.0) for g in chosen) / max(sum(times.values()), 1e-12)
+    total = sum(times.values())
+    covered = f", {sum(times.get(g, 0.0) for g in chosen) / total:.0%} of the isolated time" if total > 0 else ""
     notes = [
-        f"{len(chosen)} of {len(measurable)} measurable groups measured one by one ({covered:.0%} of the isolated "
-        "time); the rest as one group",
+        f"{len(chosen)} of {len(measurable)} measurable groups measured one by one, the largest by {by}"
+        f"{covered}; the rest as one group",
         "isolated energies are board energy per replay with only that group's nodes enabled, its idle "
         "share included; marginal = step − step without the group",
         switching.note(),
@@ -478,6 +513,7 @@ def run_replay(
     design_kind: str = "halves",
     prime: bool = True,
     keep_buffers: bool = True,
+    design_p_on: float = 0.5,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -517,7 +553,7 @@ def run_replay(
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
             on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
-            design_kind=design_kind, prime=prime,
+            design_kind=design_kind, prime=prime, design_p_on=design_p_on,
         )  # fmt: skip
         res.notes += graph.notes
         res.kept_buffers = graph.kept_buffers

@@ -8,14 +8,17 @@ alone (only the nodes enabled in every replay). Each configuration is one measur
 additive fit gives each group's energy per step in the step's company and c0, and ρ bounds
 how much a group's energy depends on its neighbours.
 
-Each row's ``context_sigma_j`` is √(se² + 2·ρ_up²·(e² + ⟨e²⟩)), ⟨e²⟩ the mean of the factors'
-squared energies: the fit's σ and the neighbour dependence at its upper bound. Why: a pairwise
-interaction (group h draws ε more while g is on) leaves only half of its variance in the
-residuals, the other half being absorbed by the main effects, so ρ estimates a group's context
-spread divided by √2 (hence the 2); and the absorbed half lands on both groups, so g's value
-also carries the interactions it causes in others, of a typical group's size (hence ⟨e²⟩).
-On simulated steps with ±10 % pairwise interactions the own term alone covered the in-step
-energies at 1 σ / 2 σ in 0.55 / 0.88 of the cases, with ⟨e²⟩ in 0.78 / 0.98 (conservative).
+Each row's ``context_sigma_j`` is √(se² + ρ_up²·(e²/p + p·⟨e²⟩/(1 − p)²)), ⟨e²⟩ the mean of the
+factors' squared energies and p the share of configurations each factor is on in; at p = ½ that is
+√(se² + 2·ρ_up²·(e² + ⟨e²⟩)). Why: take a pairwise interaction, group g drawing r·e_g more while
+one other group is on. The fit's main effects absorb a share p of it, so g's estimate misses
+(1 − p)·r·e_g of its own in-step energy and carries p·r·e_k of the interaction of a group k that
+g's presence changes (of a typical group's size: ⟨e²⟩); the part left in the residuals,
+(x_g − p)(x_h − p)·r·e_g, has variance p²(1 − p)²·r²·e_g², so the residuals' ρ² = p(1 − p)²·r².
+Putting r in terms of ρ gives the fold. At p = ½ the own term alone covered the in-step energies
+of simulated steps with ±10 % pairwise interactions at 1 σ / 2 σ in 0.55 / 0.88 of the cases, with
+⟨e²⟩ in 0.78 / 0.98; at p = 0.85 the p = ½ fold covered 0.49 / 0.78 (a higher p shrinks ρ, not the
+interactions: tests/unit/test_replay_context.py). A prefix design folds as at p = ½.
 ``Σ e + c0`` is checked against the whole step, and the whole step's own configuration
 against the fit's prediction from the others.
 """
@@ -39,14 +42,32 @@ from archline.measurement.attribute.replay_stats import Energy
 
 Array = np.ndarray[Any, np.dtype[np.float64]]
 
-__all__ = ["AUTO_MIN", "ContextResult", "check_design", "context_rows", "design_size", "prefix_rows", "run_context"]
+__all__ = [
+    "AUTO_MIN",
+    "ContextResult",
+    "check_design",
+    "context_rows",
+    "design_size",
+    "fold_sigma",
+    "prefix_rows",
+    "run_context",
+    "set_step",
+]
 
 #: ``design="auto"``: three configurations per factor, at least this many.
 AUTO_MIN = 40
 #: The fewest configurations a design may ask for: c0, one factor and the residual degrees of freedom.
 MIN_CONFIGS = 2 + MIN_RESIDUAL_DOF
-#: How ρ_up is folded into each energy's σ (module docstring).
+#: How ρ_up is folded into each energy's σ at p = ½ (module docstring), as earlier runs recorded it.
 FOLD = "context_sigma_j = sqrt(se^2 + 2 rho_up^2 (e^2 + mean e^2))"
+#: The same for a share p of configurations on (FOLD at p = ½).
+FOLD_P = "context_sigma_j = sqrt(se^2 + rho_up^2 (e^2 / p + p mean e^2 / (1 - p)^2)), p = {p:g}"
+
+
+def fold_sigma(e: float, se: float, rho_up: float, typical: float, p_on: float = 0.5) -> float:
+    """A design's in-step energy's σ with the neighbour dependence folded in (module docstring): ``typical`` is
+    ⟨e²⟩, ``p_on`` the share of configurations each factor is on in."""
+    return math.sqrt(se**2 + rho_up**2 * (e**2 / p_on + p_on * typical / (1.0 - p_on) ** 2))
 
 
 def check_design(design: int | str | None) -> None:
@@ -101,17 +122,19 @@ def run_context(
     step_j: float = math.nan,
     step_sigma_j: float = math.nan,
     kind: str = "halves",
+    p_on: float = 0.5,
 ) -> ContextResult:
     """Measure a randomized design of the ``groups`` (name → node indices, longest first) and fit it.
 
-    ``kind``: ``halves`` switches each factor on in a random half of the configurations; ``prefix``
-    replays random prefixes of the step instead (:func:`prefix_rows`), so that no enabled kernel ever
-    runs without the kernels before it.
+    ``kind``: ``halves`` switches each factor on in a random share ``p_on`` of the configurations (half by
+    default); ``prefix`` replays random prefixes of the step instead (:func:`prefix_rows`), so that no enabled
+    kernel ever runs without the kernels before it.
 
     ``run(nodes)`` measures one replay with ``nodes`` enabled; ``base`` stays enabled in every one.
     The whole step and the fixed cost are measured first; their time sets how many configurations
     ``budget_s`` allows (fewer than asked: a note; too few for every group: the shortest are lumped).
-    ``step_j``: the whole step measured apart, for the sum check.
+    ``step_j``: the whole step measured apart, for the sum check (NaN: the design's own whole step; a caller
+    that measures the step after the design passes it to :func:`set_step` instead).
     """
     out = ContextResult()
     if not groups:
@@ -155,7 +178,7 @@ def run_context(
             out.notes.append(f"design skipped: {exc}")
             return out
     elif kind == "halves":
-        x = draw_design(len(factors), n, rng).astype(np.float64)
+        x = draw_design(len(factors), n, rng, p_on=p_on).astype(np.float64)
         configs = [[i for on, idx in zip(row, cols, strict=True) if on for i in idx] for row in x[2:]]
     else:
         raise ValueError(f"unknown design kind {kind!r} (halves or prefix)")
@@ -174,14 +197,34 @@ def run_context(
         out.notes.append(f"design not fitted: {exc}")
         return out
     typical = float(np.mean(np.square(fit.energy_j)))
+    p = p_on if kind == "halves" else 0.5
     for name, e, se in zip(factors, fit.energy_j, fit.energy_se_j, strict=True):
-        out.values[name] = (e, math.sqrt(se**2 + 2.0 * fit.rho_up**2 * (e**2 + typical)))
+        out.values[name] = (e, fold_sigma(e, se, fit.rho_up, typical, p))
     out.times = dict(zip(factors, _times(x, [m.time_s for m in measured]), strict=True))
     out.lumped = lumped
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_j, step_sigma_j)
     out.summary["kind"] = kind
+    if kind == "halves":
+        out.summary["p_on"] = p_on
+        if p_on != 0.5:
+            out.summary["fold"] = FOLD_P.format(p=p_on)
     out.notes.append(_note(out.summary))
     return out
+
+
+def set_step(ctx: ContextResult, step_j: float, step_sigma_j: float) -> None:
+    """Check the design's Σ e + c0 against the whole step measured apart (after the design ran): the summary's
+    step fields and the design's note are redone with it."""
+    s = ctx.summary
+    if not s or not math.isfinite(step_j):
+        return
+    old = _note(s)
+    diff = float(s["sum_j"]) - step_j
+    s["step_j"] = step_j
+    s["sum_vs_step_pct"] = diff / step_j * 100.0 if step_j else math.nan
+    sd = math.hypot(float(s["sum_se_j"]), step_sigma_j)
+    s["sum_vs_step_sigma"] = diff / sd if sd else math.nan
+    ctx.notes = [_note(s) if n == old else n for n in ctx.notes]
 
 
 def _times(x: Array, times_s: Sequence[float]) -> list[float]:
@@ -309,7 +352,9 @@ def _on(row: Array) -> str | list[float]:
 
 def _note(s: Mapping[str, Any]) -> str:
     return (
-        f"context energies: randomized design ({s.get('kind', 'halves')}) of {s['configurations']} configurations "
+        f"context energies: randomized design ({s.get('kind', 'halves')}"
+        + (f", each group on in {100 * s['p_on']:.0f} % of them" if s.get("p_on", 0.5) != 0.5 else "")
+        + f") of {s['configurations']} configurations "
         f"(seed {s['seed']}) fitted "
         f"as c0 + Σ e_g; c0 = {s['c0_j']:.4g} ± {s['c0_se_j']:.2g} J per replay; neighbour dependence ρ = "
         f"{100 * s['rho']:.1f} % (95 % upper bound {100 * s['rho_up']:.1f} %, folded in as {s['fold']}); "
