@@ -6,7 +6,14 @@
 #   scripts/restore_traces.sh
 set -eu
 cd "$(dirname "$0")/.."
-commit=86cef85
-git ls-tree -r --name-only "$commit" results | grep -E '/raw/cupti/[^/]+\.bin\.xz$' | xargs git checkout "$commit" --
+commits="86cef85 a6441e1"
+n=0
+for commit in $commits; do
+  files=$(git ls-tree -r --name-only "$commit" results | grep -E '/raw/cupti/[^/]+\.bin\.xz$' || true)
+  [ -n "$files" ] || continue
+  # shellcheck disable=SC2086
+  git checkout "$commit" -- $files
+  n=$((n + $(echo "$files" | wc -l)))
+done
 git reset -q -- results  # restored as untracked-looking files: the index keeps them out
-git ls-tree -r --name-only "$commit" results | grep -E '/raw/cupti/[^/]+\.bin\.xz$' | wc -l | sed 's/$/ traces restored/'
+echo "$n traces restored"
