@@ -88,7 +88,8 @@ def test_groups_a_small_design_lumped_come_after_the_fitted_ones_by_time() -> No
     assert isolated(res) == [*fitted, "long0", "mid3"]
     ctx = {r.group: r.context_j for r in res.rows if r.group in fitted}
     assert sorted(fitted, key=lambda g: -(ctx[g] or 0.0)) == fitted
-    assert BY_ENERGY in choice_note(res)
+    note = choice_note(res)
+    assert BY_ENERGY in note and "then 2 by isolated time (groups the design lumped together" in note
 
 
 def _old_fold(e: float, se: float, rho_up: float, typical: float) -> float:

@@ -446,7 +446,14 @@ def _choose(plan: _Plan, times: Mapping[str, float], ctx: ContextResult | None, 
     if ctx is None or not ctx.values:
         return timed[:top], "isolated time"
     fitted = sorted((g for g in plan.measurable if g in ctx.values), key=lambda g: -ctx.values[g][0])
-    return (fitted + [g for g in timed if g not in ctx.values])[:top], "in-step energy (the design)"
+    chosen = (fitted + [g for g in timed if g not in ctx.values])[:top]
+    by_time = sum(1 for g in chosen if g not in ctx.values)
+    if not by_time:
+        return chosen, "in-step energy (the design)"
+    return chosen, (
+        f"in-step energy (the design), then {by_time} by isolated time (groups the design lumped together or "
+        "did not fit)"
+    )
 
 
 def _add_context(res: ReplayResult, t: _Trials, plan: _Plan, times: Mapping[str, float], ctx: ContextResult) -> None:
