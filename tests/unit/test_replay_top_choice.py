@@ -281,3 +281,18 @@ def test_cli_design_p_on_reaches_run_replay(tmp_path: Path, monkeypatch: pytest.
     assert res.exit_code == 0, res.output
     assert asked == {"design": 30, "p_on": 0.85}
     assert '"p_on": 0.85' in res.output and "p = 0.85" in res.output
+
+
+def test_the_report_names_a_share_other_than_a_half() -> None:
+    from archline.report.replay import design_text
+
+    gpu = FakeGraphGPU(step_nodes(0), fixed_s=FIXED_S, fixed_w=FIXED_W)
+    at = {
+        p: replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=1, marginal=False, design=40,
+                         design_seed=2, design_p_on=p).design
+        for p in (0.5, 0.85)
+    }  # fmt: skip
+    assert at[0.5] is not None and at[0.85] is not None
+    assert "Each group was on in" not in design_text(at[0.5])
+    text = design_text(at[0.85])
+    assert "Each group was on in 85 % of them" in text and "p = 0.85" in text

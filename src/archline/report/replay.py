@@ -144,6 +144,12 @@ def design_text(d: Mapping[str, Any]) -> str:
         f"{_f(d.get('all_on_error_pct'), '+.2f')} %."
         + (" Its configurations are random prefixes of the step." if d.get("kind") == "prefix" else "")
         + (
+            f" Each group was on in {_f(_pct(d.get('p_on')), '.0f')} % of them; the interval folds ρ for that share "
+            f"({d.get('fold')})."
+            if d.get("p_on") not in (None, 0.5)
+            else ""
+        )
+        + (
             f" {d['nonfinite_configs']} configuration{'' if d['nonfinite_configs'] == 1 else 's'} ended a repetition "
             "with the step's state non-finite."
             if d.get("nonfinite_configs")
