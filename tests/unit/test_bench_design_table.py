@@ -1,5 +1,5 @@
-"""benchmarks/design_table.py: the shipped session-9, 10 and 11 run sets give docs/data/design_table_s9.txt,
-design_table_s10.txt and design_table_s11.txt line for line;
+"""benchmarks/design_table.py: the shipped session-9 to 12 run sets give docs/data/design_table_s9.txt,
+design_table_s10.txt, design_table_s11.txt and design_table_s12.txt line for line;
 a run set without a summary is a one-line exit 2."""
 
 from __future__ import annotations
@@ -57,6 +57,15 @@ def test_the_session_11_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     assert _load().main([str(r) for r in runs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s11.txt").read_text().splitlines()
+    assert len(got) == 5
+
+
+def test_the_session_12_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    s12 = ROOT / "results" / "h100" / "attribution-s12"
+    runs = [s12 / "top-by-energy-GPU-ca1e68f2", s12 / "top-by-energy-GPU-3176c4cb"]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s12.txt").read_text().splitlines()
     assert len(got) == 5
 
 
