@@ -109,3 +109,42 @@ def test_traced_loops_against_the_same_process_untraced_loops(bench):
     assert bench.traced_vs_own_untraced([run], [[(1.0, 1.5)]]) == pytest.approx(0.2)
     assert bench.traced_vs_own_untraced([run], [[]]) is None
     assert run.median_loop_s() == pytest.approx(0.1)
+
+
+def _run(bench, loops_s: list[float]):
+    stamps = [0.0]
+    for d in loops_s:
+        stamps.append(stamps[-1] + d)
+    return bench.ChildRun(wall_s=stamps[-1] + 1.0, block_s=stamps[-1], stamps_ns=[round(t * 1e9) for t in stamps])
+
+
+def test_robust_loop_change_counts_tracing_in_full_and_ignores_a_host_burst(bench):
+    """The baseline's loops take 0.1 s but for two slowed by the host (0.3 s); the traced run's untraced loops
+    take 0.101 s, and the 5 loops inside its traced period 0.12 s."""
+    base = _run(bench, [0.1] * 48 + [0.3, 0.3])
+    loops = [0.101] * 20 + [0.12] * 5 + [0.101] * 25
+    run = _run(bench, loops)
+    start = sum(loops[:20])
+    traced = [(start, start + 5 * 0.12)]
+    got = bench.robust_loop_change(base, run, traced)
+    # untraced at 0.101 (median), the 5 traced at 0.12 (mean) in their share of 5 of 50 loops
+    want = (45 / 50 * 0.101 + 5 / 50 * 0.12) / 0.1 - 1.0
+    assert got == pytest.approx(want, rel=1e-6)
+    # the block's own change is dominated by the bursts: far from it
+    assert abs((sum(loops) / sum([0.1] * 48 + [0.3, 0.3]) - 1.0) - want) > 0.02
+    # a loop that a traced period only straddles counts at the mean with the traced ones (counted with the free
+    # loops at their median it would give (46 · 0.101 + 4 · 0.12) / 50 / 0.1 − 1, lower)
+    part = bench.robust_loop_change(base, run, [(start + 0.06, start + 5 * 0.12)])
+    assert part == pytest.approx(want, rel=1e-6) and part > (46 * 0.101 + 4 * 0.12) / 50 / 0.1 - 1.0
+    # no loops: nothing to say
+    empty = bench.ChildRun(wall_s=1.0, block_s=0.5, stamps_ns=[0])
+    assert bench.robust_loop_change(empty, run, traced) is None and bench.robust_loop_change(base, empty, []) is None
+
+
+def test_a_pass_needs_the_interval_within_the_limit(bench):
+    fig = bench.Figure("auto", {"robust loop": 0.01}, judged=("robust loop",), interval=(-0.005, 0.025))
+    assert fig.verdict == "PASS" and fig.passed
+    wide = bench.Figure("auto", {"robust loop": 0.01}, judged=("robust loop",), interval=(-0.04, 0.05))
+    assert wide.verdict == "UNRESOLVED" and not wide.passed
+    assert bench.Figure("auto", {"robust loop": 0.05}, interval=(0.04, 0.06)).verdict == "FAIL"
+    assert bench.Figure("auto", {"block": 0.01}).verdict == "PASS"  # without an interval: the centre alone
