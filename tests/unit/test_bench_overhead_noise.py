@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import statistics
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("overhead_noise", ROOT / "benchmarks" / "overhead_noise.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["overhead_noise"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("overhead_noise")
 
 
 def test_noise_inside_and_between_processes_and_the_pairs_needed(tmp_path: Path, capsys) -> None:

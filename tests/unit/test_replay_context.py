@@ -27,6 +27,15 @@ def step_nodes(seed: int, groups: int = 12) -> list[FakeNode]:
     return out
 
 
+def pairwise_step(seed: int, amp: float = 0.1) -> FakeGraphGPU:
+    """``step_nodes(seed)`` with every node its own group, each drawing ±``amp`` power while a random partner is on."""
+    nodes = [FakeNode(n.name + f"-{i}", n.time_s, n.power_w) for i, n in enumerate(step_nodes(seed))]
+    rng = np.random.default_rng(seed)
+    k = len(nodes)
+    partners = {i: (int((i + 1 + rng.integers(k - 1)) % k), float(rng.choice([-amp, amp]))) for i in range(k)}
+    return FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W, interactions=partners)
+
+
 def in_step(gpu: FakeGraphGPU) -> dict[str, float]:
     """Each group's true energy inside the whole step (its interactions with the step's nodes included)."""
     every = list(range(len(gpu.nodes)))
@@ -72,11 +81,7 @@ def test_with_pairwise_interactions_rho_is_found_and_intervals_still_cover() -> 
     neighbours; the additive fit keeps half of that variance in the residuals, so ρ̂ ≈ 5 % / √2."""
     rhos, ups, cover1, cover2 = [], [], [], []
     for seed in range(12):
-        nodes = [FakeNode(n.name + f"-{i}", n.time_s, n.power_w) for i, n in enumerate(step_nodes(seed))]
-        rng = np.random.default_rng(seed)
-        k = len(nodes)
-        partners = {i: (int((i + 1 + rng.integers(k - 1)) % k), float(rng.choice([-0.1, 0.1]))) for i in range(k)}
-        gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W, interactions=partners)
+        gpu = pairwise_step(seed)
         m = NoisyMeasure(gpu, rel=0.002, seed=seed)
         res = replay_energy(gpu, m, gpu.clock, top=2, marginal=False, design=60, design_seed=seed)
         assert res.design is not None

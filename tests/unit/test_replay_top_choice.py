@@ -18,7 +18,7 @@ from archline.measurement.attribute.replay import LUMPED, PINNED, REST, ReplayRe
 from archline.measurement.attribute.replay_context import FOLD, FOLD_P, ContextResult, fold_sigma, set_step
 from archline.measurement.attribute.replay_result import FIXED
 from tests.helpers.fake_graph import FakeCall, FakeGraphGPU, FakeNode, NoisyMeasure, write_fake_replay
-from tests.unit.test_replay_context import FIXED_S, FIXED_W, in_step, step_nodes
+from tests.unit.test_replay_context import FIXED_S, FIXED_W, in_step, pairwise_step, step_nodes
 
 BY_ENERGY = "the largest by in-step energy (the design)"
 BY_TIME = "the largest by isolated time"
@@ -131,11 +131,8 @@ def test_at_p_on_085_with_pairwise_interactions_the_derived_fold_covers_and_the_
     old2: list[bool] = []
     rhos = []
     for seed in range(12):
-        nodes = [FakeNode(n.name + f"-{i}", n.time_s, n.power_w) for i, n in enumerate(step_nodes(seed))]
-        rng = np.random.default_rng(seed)
-        k = len(nodes)
-        partners = {i: (int((i + 1 + rng.integers(k - 1)) % k), float(rng.choice([-0.1, 0.1]))) for i in range(k)}
-        gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W, interactions=partners)
+        gpu = pairwise_step(seed)
+        k = len(gpu.nodes)
         m = NoisyMeasure(gpu, rel=0.002, seed=seed)
         res = replay_energy(gpu, m, gpu.clock, top=2, marginal=False, design=60, design_seed=seed, design_p_on=p)
         d = res.design
