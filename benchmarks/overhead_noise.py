@@ -3,10 +3,11 @@
     python benchmarks/overhead_noise.py results/h100/bench/overhead-auto-s12/*.json
 
 For every workload and mode of each ``overhead_summary.json`` that keeps its children's loops
-(``loops``, since session 12): the coefficient of variation of the loops inside each process (the median
-over processes), that of the processes' median loops, and the pairs a paired interval of ±3 % would need at
-that spread between processes (90 %, normal approximation: (1.645 · √2 · CV / 3 %)²). Bad input: one line,
-exit 2.
+(``loops``, since session 12): the coefficient of variation (sample standard deviation) of the loops inside
+each process (the median over processes), that of the processes' median loops, and the pairs a paired
+interval of ±3 % would need at that spread between processes (90 %, normal approximation:
+(1.645 · √2 · CV / 3 %)²): a lower bound, for a change of 0 (a change δ leaves 3 % − |δ| for the half-width),
+with independent runs of the two modes. Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ def rows(summary: dict[str, Any]) -> list[tuple[str, str, int, float, float, int
             loops = [r["loops_s"] for r in runs if len(r.get("loops_s") or []) >= 2]
             if len(loops) < 2:
                 continue
-            within = statistics.median(statistics.pstdev(x) / statistics.mean(x) for x in loops)
+            within = statistics.median(statistics.stdev(x) / statistics.mean(x) for x in loops)
             meds = [statistics.median(x) for x in loops]
-            between = statistics.pstdev(meds) / statistics.mean(meds)
+            between = statistics.stdev(meds) / statistics.mean(meds)
             need = math.ceil((Z90 * math.sqrt(2.0) * between / TARGET) ** 2)
             out.append((work, mode, len(loops), within, between, need))
     return out

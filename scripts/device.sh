@@ -22,7 +22,7 @@
 #   latency         archline characterize --only lat (pointer-chase latency alone)
 #   model           benchmarks/validate_model_ml.py on the roofline step's run (the frozen model's scores)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
-#                   training and a decode loop; 7 alternating pairs of 10 s blocks, children pinned;
+#                   training and a decode loop; 7 alternating pairs of 20 s blocks (two duty periods), children pinned;
 #                   ~5-6 min per workload: pass OVERHEAD_WORKLOADS=one per call)
 #   node            benchmarks/validate_node.py (every GPU of the node, DDP, the Dask fleet)
 #   noderun         benchmarks/validate_node.py --only run: archline run --gpu all over a 2-rank torchrun DDP
@@ -103,7 +103,7 @@ for s in "$@"; do
     overhead) ow=/tmp/archline-overhead-${ON_GPU:-0}; ov=overhead-${OVERHEAD_WORKLOADS:-all}
               step $ov ${OVERHEAD_LIMIT:-570} python3 "$B/bench_run_overhead.py" --gpu ${ON_GPU:-0} --cpus ${OVERHEAD_CPUS:-auto} \
                 --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} \
-                --min-block-s ${OVERHEAD_BLOCK_S:-10} --out $ow
+                --min-block-s ${OVERHEAD_BLOCK_S:-20} --out $ow
               mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
     datacheck) step datacheck 300 python3 "$B/replay_data_check.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/replay_data_check.json"
                step graph_vs_eager 200 python3 "$B/graph_vs_eager.py" --gpu ${ON_GPU:-0} --rounds 2 --json "$OUT/logs/graph_vs_eager.json" ;;

@@ -147,4 +147,17 @@ def test_a_pass_needs_the_interval_within_the_limit(bench):
     wide = bench.Figure("auto", {"robust loop": 0.01}, judged=("robust loop",), interval=(-0.04, 0.05))
     assert wide.verdict == "UNRESOLVED" and not wide.passed
     assert bench.Figure("auto", {"robust loop": 0.05}, interval=(0.04, 0.06)).verdict == "FAIL"
+    # the interval decides, not the centre: a centre above 3 % whose interval spans it is unresolved
+    assert bench.Figure("auto", {"robust loop": 0.0387}, interval=(-0.25, 0.086)).verdict == "UNRESOLVED"
+    assert bench.Figure("auto", {"robust loop": -0.05}, interval=(-0.08, -0.031)).verdict == "NOISE"
+    assert bench.Figure("auto", {"robust loop": -0.039}, interval=(-0.10, 0.063)).verdict == "UNRESOLVED"
     assert bench.Figure("auto", {"block": 0.01}).verdict == "PASS"  # without an interval: the centre alone
+    assert bench.Figure("auto", {"block": 0.04}).verdict == "FAIL"
+
+
+def test_the_worst_verdict_of_a_mode(bench):
+    assert bench._worst(["PASS", "UNRESOLVED", "NOISE"]) == "UNRESOLVED"
+    assert bench._worst(["NOISE", "FAIL"]) == "FAIL" and bench._worst(["PASS"]) == "PASS"
+    s = bench.Summary()
+    s.add("auto", bench.Figure("auto", {"robust loop": 0.01}, judged=("robust loop",), interval=(-0.04, 0.05)))
+    assert s.verdicts == {"auto": ["UNRESOLVED"]} and s.failed

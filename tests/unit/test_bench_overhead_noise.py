@@ -26,8 +26,8 @@ def test_noise_inside_and_between_processes_and_the_pairs_needed(tmp_path: Path,
     (row,) = mod.rows(json.loads((tmp_path / "s.json").read_text()))  # one process of auto: no spread to give
     work, mode, n, within, between, need = row
     assert (work, mode, n) == ("w", "none", 3)
-    assert within == pytest.approx(0.1, rel=1e-9)
-    want = statistics.pstdev([1.0, 1.2, 0.8]) / 1.0
+    assert within == pytest.approx(statistics.stdev([0.9, 1.1] * 10), rel=1e-9)
+    want = statistics.stdev([1.0, 1.2, 0.8]) / 1.0
     assert between == pytest.approx(want, rel=1e-9)
     assert need == math.ceil((1.645 * math.sqrt(2) * want / 0.03) ** 2) and need > 100
     assert mod.main([str(tmp_path / "s.json")]) == 0

@@ -201,8 +201,10 @@ def test_set_step_redoes_only_the_design_note_and_ignores_a_step_it_cannot_use()
     ctx = ContextResult(summary=dict(res.design), notes=["before", *[n for n in res.notes if "context energies" in n]])
     ctx.notes.append("after")
     before = (dict(ctx.summary), list(ctx.notes))
-    set_step(ctx, math.nan, 0.1)  # no step: nothing changes
-    assert (ctx.summary, ctx.notes) == before
+    set_step(ctx, math.nan, 0.1)  # no step: the summary keeps the design's own, and a note says so
+    assert ctx.summary == before[0] and ctx.notes[:-1] == before[1]
+    assert "not finite" in ctx.notes[-1] and "design's own whole-step configuration" in ctx.notes[-1]
+    ctx.notes = list(before[1])
     step = ctx.summary["sum_j"] / 1.1
     set_step(ctx, step, 0.0)
     assert ctx.summary["step_j"] == step and ctx.summary["sum_vs_step_pct"] == pytest.approx(10.0)
@@ -256,6 +258,10 @@ def test_cli_design_p_on_outside_0_1_is_one_line_before_the_script_is_loaded(
     code, errors = _error_lines(["replay", f"{missing}:f", "-o", str(tmp_path / "r"), "--design-p-on", "0.85"])
     assert code == 2 and len(errors) == 1 and "no such script" in errors[0]
     assert not (tmp_path / "r").exists()
+    # a share other than ½ with a prefix design: refused, one line
+    args = ["replay", f"{missing}:f", "-o", str(tmp_path / "r"), "--design-p-on", "0.85", "--design-kind", "prefix"]
+    code, errors = _error_lines(args)
+    assert code == 2 and len(errors) == 1 and "halves design only" in errors[0]
 
 
 def test_cli_design_p_on_reaches_run_replay(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -293,3 +299,21 @@ def test_the_report_names_a_share_other_than_a_half() -> None:
     assert "Each group was on in" not in design_text(at[0.5])
     text = design_text(at[0.85])
     assert "Each group was on in 85 % of them" in text and "p = 0.85" in text
+
+
+def test_with_every_timing_at_nothing_the_design_keeps_the_groups_of_most_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The H100 runs' timings all came out at nothing: a design too small for every group then lumps the groups of
+    fewest nodes, not the tail of capture order."""
+    import archline.measurement.attribute.replay as replay_mod
+
+    def zero(t: Any, plan: Any, clock: Any, replays: int) -> dict[str, float]:
+        return dict.fromkeys(plan.measurable, 0.0)
+
+    monkeypatch.setattr(replay_mod, "_time_groups", zero)
+    gpu = FakeGraphGPU(step_nodes(0), fixed_s=FIXED_S, fixed_w=FIXED_W)  # k00, k03, k06, k09: two nodes each
+    res = replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, top=2, marginal=False, design=10, design_seed=1)
+    assert res.design is not None
+    lumped = set(res.design["lumped_groups"])
+    assert len(lumped) == 9 and not lumped & {"k00", "k03", "k06"} and "k09" in lumped

@@ -142,6 +142,8 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--design-kind must be {' or '.join(DESIGN_KINDS)}, not {design_kind!r}")
         if not 0.0 < design_p_on < 1.0:
             raise InputError(f"--design-p-on must be strictly between 0 and 1, not {design_p_on:g}")
+        if design_p_on != 0.5 and design_kind != "halves":
+            raise InputError("--design-p-on applies to the halves design only (--design-kind halves)")
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run

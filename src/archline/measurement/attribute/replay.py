@@ -430,8 +430,10 @@ def _run_design(
     t: _Trials, plan: _Plan, times: Mapping[str, float], design: int | str, seed: int | None,
     budget_s: float | None, kind: str, p_on: float,
 ) -> ContextResult:  # fmt: skip
-    """Every measurable group's energy inside the step, by a randomized design (replay_context.py)."""
-    names = sorted((g for g in plan.measurable if g in times), key=lambda g: -times[g])
+    """Every measurable group's energy inside the step, by a randomized design (replay_context.py). Factors are
+    ordered longest first, then by node count (a design too small for every group lumps the last): on the H100 runs
+    every timing came out at nothing, and capture order would have lumped the step's tail whatever its size."""
+    names = sorted((g for g in plan.measurable if g in times), key=lambda g: (-times[g], -len(plan.groups[g])))
     groups = {g: plan.groups[g] for g in names}
     return run_context(
         lambda nodes: t.run("[design]", "design", nodes), groups, plan.base, t.clock, design=design, seed=seed,

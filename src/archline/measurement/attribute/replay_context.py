@@ -17,8 +17,9 @@ g's presence changes (of a typical group's size: ⟨e²⟩); the part left in th
 (x_g − p)(x_h − p)·r·e_g, has variance p²(1 − p)²·r²·e_g², so the residuals' ρ² = p(1 − p)²·r².
 Putting r in terms of ρ gives the fold. At p = ½ the own term alone covered the in-step energies
 of simulated steps with ±10 % pairwise interactions at 1 σ / 2 σ in 0.55 / 0.88 of the cases, with
-⟨e²⟩ in 0.78 / 0.98; at p = 0.85 the p = ½ fold covered 0.49 / 0.78 (a higher p shrinks ρ, not the
-interactions: tests/unit/test_replay_context.py). A prefix design folds as at p = ½.
+⟨e²⟩ in 0.78 / 0.97 (docs/data/fold_coverage.txt); at p = 0.85 the p = ½ fold covered 0.49 / 0.78
+(a higher p shrinks ρ, not the interactions: tests/unit/test_replay_top_choice.py). A prefix design
+folds as at p = ½.
 ``Σ e + c0`` is checked against the whole step, and the whole step's own configuration
 against the fit's prediction from the others.
 """
@@ -216,7 +217,11 @@ def set_step(ctx: ContextResult, step_j: float, step_sigma_j: float) -> None:
     """Check the design's Σ e + c0 against the whole step measured apart (after the design ran): the summary's
     step fields and the design's note are redone with it."""
     s = ctx.summary
-    if not s or not math.isfinite(step_j):
+    if not s:
+        return
+    if not math.isfinite(step_j):
+        ctx.notes.append("the whole step measured after the design is not finite: Σ e + c0 is checked against the "
+                         "design's own whole-step configuration")  # fmt: skip
         return
     old = _note(s)
     diff = float(s["sum_j"]) - step_j
