@@ -160,8 +160,10 @@ def analyse(
         diff = (per_call / iso[0] - 1.0) * 100.0 if iso and iso[0] > 0 else None
         cx = ctx.get(str(r["name"]))
         diff_ctx = (per_call / cx[0] - 1.0) * 100.0 if cx and cx[0] > 0 else None
+        lo_hi = (_f(r["energy_lo_j"]) / calls, _f(r["energy_hi_j"]) / calls) if calls else (math.nan, math.nan)
         top_rows.append({
             "name": r["name"], "calls": calls, "energy_per_call_j": per_call,
+            "replay_in_interval": bool(lo_hi[0] <= iso[0] <= lo_hi[1]) if iso else None,
             "half_width_pct": 100 * half_rel(r), "dominated_by": r.get("dominated_by"),
             "identifiable": str(r.get("identifiable")).lower() == "true",
             "replay_per_call_j": iso[0] if iso else None, "replay_sigma_j": iso[1] if iso else None,
@@ -196,6 +198,8 @@ def analyse(
         "top_compared": len(compared),
         "replay_fixed_taken_out_j": less[0] if less is not None else None,
         "top_within_15pct": sum(1 for t in compared if abs(t["diff_pct"]) <= 15.0),
+        # how often the isolated energy per call lies inside the row's own 95 % interval (information)
+        "top_replay_in_interval": sum(1 for t in compared if t.get("replay_in_interval")),
         "top_compared_context": sum(1 for t in top_rows if t["diff_context_pct"] is not None),
         "top_within_15pct_context": sum(
             1 for t in top_rows if t["diff_context_pct"] is not None and abs(t["diff_context_pct"]) <= 15.0
@@ -243,6 +247,9 @@ def report(name: str, s: Mapping[str, Any]) -> None:
     if s.get("replay_fixed_taken_out_j") is not None:
         print(f"  (replay's isolated energies less its fixed cost, c0 = {s['replay_fixed_taken_out_j'] * 1e3:.4g} mJ "
               "a replay, which replays recorded before session 11 left in)", flush=True)  # fmt: skip
+    if s.get("top_compared"):
+        print(f"  top-10 rows whose 95 % interval holds replay's isolated energy per call: "
+              f"{s.get('top_replay_in_interval')} of {s['top_compared']} (information)", flush=True)  # fmt: skip
     if s.get("top_compared_context"):
         print(f"  top-10 vs replay's in-step (design) energy: {s['top_within_15pct_context']} of "
               f"{s['top_compared_context']} within 15 % (information: the priors' own source)", flush=True)  # fmt: skip

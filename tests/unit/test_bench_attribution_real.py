@@ -59,6 +59,14 @@ def test_analysis_figures_of_a_simulated_run(bench, simulated):
     assert top["gemm"]["replay_per_call_j"] == pytest.approx(1.05 * run.truth_per_call_j("gemm"), rel=1e-6)
     assert top["sgd"]["diff_pct"] is None
     assert s["top_compared"] == 2
+    # the replay's energy per call inside the row's own 95 % interval, counted per compared row
+    inside = [t["replay_in_interval"] for t in s["top"] if t["diff_pct"] is not None]
+    assert s["top_replay_in_interval"] == sum(inside) and top["sgd"]["replay_in_interval"] is None
+    assert top["norm"]["replay_in_interval"] is True  # its replay is the truth, within its interval
+    far = [dict(r, energy_j=r["energy_j"] * 10.0) if r["group"] == "norm" else r for r in replay]
+    assert bench.analyse(result, far, names={"_Z4gemmv": "gemm"})["top_replay_in_interval"] == s[
+        "top_replay_in_interval"
+    ] - int(top["norm"]["replay_in_interval"])
     assert abs(s["rows_vs_counter_pct"]) < 1e-6
     assert s["fit_windows"] == "buffer"
     lines = bench.verdicts(s)

@@ -1,0 +1,30 @@
+"""benchmarks/top10_table.py: the shipped run sets' top-10 comparison, as in the docs; bad input exits 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.bench import load_bench
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_shipped_run_sets_print_the_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    s12 = sorted((ROOT / "results" / "h100" / "attribution-s12").glob("top-by-energy-GPU-*"))
+    s11 = sorted((ROOT / "results" / "h100" / "attribution-s11").glob("heldout-burst-ceiling-GPU-*"))
+    assert len(s12) == 2 and len(s11) == 2
+    assert load_bench("top10_table").main([str(p) for p in s12 + s11]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "top10_table.txt").read_text().splitlines()
+    # session 12 compares all ten on both workloads (sessions 10-11: 3-5)
+    assert [line.split()[2] for line in got[1:5]] == ["10"] * 4
+
+
+def test_a_run_set_with_a_broken_file_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "transformer-run").mkdir()
+    (tmp_path / "transformer-run" / "attribution.json").write_text("{")
+    assert load_bench("top10_table").main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "transformer" in err[0] and str(tmp_path) in err[0]
