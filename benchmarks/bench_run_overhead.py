@@ -604,6 +604,8 @@ def as_child(
                     changes["robust loop"] = robust.centre
             fig = Figure(label, changes, detail + (f" ({why})" if why else ""))
             fig.ok = n > 0
+            if mode == "duty":
+                fig.judged = ("wall", "block")  # as before session 12: the robust change is printed, not judged
             if mode == "auto":
                 # the verdict since session 12 (decided before its runs): the robust per-loop change, where the
                 # block has loops to split; the block's change before (its pairs swing by ±20 % on lent hosts)
