@@ -78,7 +78,7 @@ def simulate(
     se = np.asarray(fit.energy_se_j)
     typical = float(np.mean(est**2))
     p = p_on if kind == "halves" else 0.5  # the fold replay_context uses (at p = ½ for a prefix design)
-    sd = np.array([fold_sigma(float(v), float(u), fit.rho_up, typical, p) for v, u in zip(est, se, strict=True)])
+    sd = np.array([fold_sigma(float(v), float(u), fit.rho_fold, typical, p) for v, u in zip(est, se, strict=True)])
     rel = np.abs(est / e - 1.0)
     w = e / e.sum()
     return {

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for k, f in out.items():
         print(f"{k:>5}: {f['configurations']} configurations ({f['left_out']} left out); c0 {f['c0_j']:.4g} J; "
-              f"ρ̂ {100 * f['rho']:.1f} % (bound {100 * f['rho_up']:.1f} %); "
+              f"ρ̂ {100 * f['rho']:.1f} % (bound {100 * f['rho_up']:.1f} %, √E[ρ²] {100 * f['rho_fold']:.1f} %); "
               f"Σ e + c0 {f['sum_vs_step_pct']:+.2f} % of the step")  # fmt: skip
     if "clean" in out:
         print(f"{'factor':>6} {'all (J)':>10} {'clean (J)':>10} {'change':>8}")

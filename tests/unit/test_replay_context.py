@@ -87,6 +87,9 @@ def test_with_pairwise_interactions_rho_is_found_and_intervals_still_cover() -> 
         assert res.design is not None
         rhos.append(res.design["rho"])
         ups.append(res.design["rho_up"])
+        # the fold's ρ: √E[ρ²] over the likelihood, between the best estimate and the 95 % bound
+        assert res.design["rho"] <= res.design["rho_fold"] <= res.design["rho_up"]
+        assert "rho_fold" in res.design["fold"]
         cover1 += coverage(res, in_step(gpu), 1.0)
         cover2 += coverage(res, in_step(gpu), 2.0)
     assert 0.025 <= float(np.mean(rhos)) <= 0.05  # 0.035 expected

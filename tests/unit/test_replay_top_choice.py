@@ -146,14 +146,14 @@ def test_at_p_on_085_with_pairwise_interactions_the_derived_fold_covers_and_the_
         typical = float(np.mean([r.context_j**2 for r in rows if r.context_j is not None]))
         for r in rows:
             e, sd = float(r.context_j or 0.0), float(r.context_sigma_j or 0.0)
-            se2 = sd**2 - d["rho_up"] ** 2 * (e**2 / p + p * typical / (1 - p) ** 2)
+            se2 = sd**2 - d["rho_fold"] ** 2 * (e**2 / p + p * typical / (1 - p) ** 2)
             assert se2 >= -1e-12 * sd**2
             se = math.sqrt(max(se2, 0.0))
-            assert fold_sigma(e, se, d["rho_up"], typical, p) == pytest.approx(sd, rel=1e-9)
+            assert fold_sigma(e, se, d["rho_fold"], typical, p) == pytest.approx(sd, rel=1e-9)
             err = abs(e - truth[r.group])
             new1.append(err <= sd)
             new2.append(err <= 2 * sd)
-            old2.append(err <= 2 * _old_fold(e, se, d["rho_up"], typical))
+            old2.append(err <= 2 * _old_fold(e, se, d["rho_fold"], typical))
     assert float(np.mean(rhos)) < 0.025  # ≈ 0.015 at p = 0.85, against ≈ 0.035 at p = ½
     assert np.mean(new1) >= 0.68 and np.mean(new2) >= 0.93
     assert np.mean(old2) < 0.9  # the p = ½ fold on the same fits: ≈ 0.78
@@ -317,3 +317,41 @@ def test_with_every_timing_at_nothing_the_design_keeps_the_groups_of_most_nodes(
     assert res.design is not None
     lumped = set(res.design["lumped_groups"])
     assert len(lumped) == 9 and not lumped & {"k00", "k03", "k06"} and "k09" in lumped
+
+
+def test_rho_fold_is_the_root_mean_square_of_rho_over_its_likelihood_and_the_sigma_folds_it() -> None:
+    from archline.measurement.attribute.replay_design import RHO_GRID, fit_design, rho_profile
+
+    gpu = pairwise_step(3)
+    res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=3), gpu.clock, top=1, marginal=False, design=60,
+                        design_seed=3)  # fmt: skip
+    d = res.design
+    assert d is not None
+    x = np.array([[c == "1" for c in cfg["on"]] for cfg in d["configs"]], float)
+    y = np.array([cfg["energy_j"] for cfg in d["configs"]])
+    s = np.array([cfg["sigma_j"] for cfg in d["configs"]])
+    fit = fit_design(x, list(y), list(s))
+    ll = rho_profile(x, y, np.maximum(s, 1e-9 * float(np.max(np.abs(y)))), np.asarray(fit.energy_j))
+    w = np.exp(ll - ll.max())
+    assert fit.rho_fold == pytest.approx(math.sqrt(float(np.sum(w * RHO_GRID**2) / np.sum(w))), rel=1e-9)
+    assert d["rho_fold"] == pytest.approx(fit.rho_fold) and fit.rho < fit.rho_fold < fit.rho_up
+    typical = float(np.mean(np.square(fit.energy_j)))  # every factor's, as the design takes it
+    rows = [r for r in res.rows if r.context_j is not None and r.context_sigma_j and r.group in in_step(gpu)]
+    assert len(rows) == len(fit.energy_j)
+    for r in rows:  # each row's in-step energy is its factor's: match them by value
+        j = int(np.argmin(np.abs(np.asarray(fit.energy_j) - float(r.context_j or 0.0))))
+        e, se = fit.energy_j[j], fit.energy_se_j[j]
+        assert r.context_j == pytest.approx(e, rel=1e-12)
+        assert r.context_sigma_j == pytest.approx(fold_sigma(e, se, fit.rho_fold, typical), rel=1e-9)
+        assert float(r.context_sigma_j or 0.0) < fold_sigma(e, se, fit.rho_up, typical)
+
+
+def test_the_report_names_the_rho_folded_in_where_the_design_has_one() -> None:
+    from archline.report.replay import design_text
+
+    gpu = pairwise_step(1)
+    d = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=1, marginal=False, design=40, design_seed=1).design
+    assert d is not None
+    assert f"√E[ρ²] {100 * d['rho_fold']:.1f} %, folded into each σ" in design_text(d)
+    old = {k: v for k, v in d.items() if k != "rho_fold"}  # a replay from before session 12
+    assert "√E[ρ²]" not in design_text(old) and "95 % upper bound" in design_text(old)

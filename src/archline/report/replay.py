@@ -138,7 +138,9 @@ def design_text(d: Mapping[str, Any]) -> str:
         f" Context energies: randomized design of {d.get('configurations')} configurations (seed {d.get('seed')}, "
         f"{d.get('factors')} factors) fitted as c0 + Σ e; c0 = {_f(d.get('c0_j'), '.4g')} ± "
         f"{_f(d.get('c0_se_j'), '.2g')} J per replay; neighbour dependence ρ = {_f(_pct(d.get('rho')), '.1f')} % "
-        f"(95 % upper bound {_f(_pct(d.get('rho_up')), '.1f')} %); residual RMS {_f(d.get('residual_rms_pct'), '.2f')} "
+        f"(95 % upper bound {_f(_pct(d.get('rho_up')), '.1f')} %"
+        + (f"; √E[ρ²] {_f(_pct(d.get('rho_fold')), '.1f')} %, folded into each σ" if "rho_fold" in d else "")
+        + f"); residual RMS {_f(d.get('residual_rms_pct'), '.2f')} "
         f"% against noise {_f(d.get('noise_rms_pct'), '.2f')} %; Σ e + c0 is {_f(d.get('sum_vs_step_pct'), '+.2f')} % "
         f"of the whole step; the whole step predicted from the other configurations is off by "
         f"{_f(d.get('all_on_error_pct'), '+.2f')} %."

@@ -51,23 +51,25 @@ def priors_from_replay(
     design: Mapping[str, Any] | None = None,
 ) -> dict[str, KernelPrior]:
     """Priors from graph replay: a ``ReplayResult``, or the rows of ``replay.csv`` (with ``design``, the
-    ``design`` entry of its ``replay.json``).
+        ``design`` entry of its ``replay.json``).
 
-    Where the replay ran its randomized design (a row's ``context_j``), the prior is the group's energy
-    inside the step, ``context_j`` ± ``context_sigma_j`` (the design's measured neighbour dependence ρ
-    already folded in), and carries that ρ's 95 % bound as :attr:`KernelPrior.context_rel_sd`; otherwise
-    its isolated energy ± its σ, floored at ``min_rel_sd`` (by default tiny: how far the isolated energy is
-    from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
-    by the group's nodes per step, and carries the group's time per call: in the step (``context_time_s``)
-    with a design, else its own time beyond an empty replay (``group_time_s``), where measured. Names are
-    demangled as the attribution's are; the lumped and copy groups give none, nor does an isolated energy whose
-    repetitions ended with the step's state non-finite (``nonfinite_reps``).
+        Where the replay ran its randomized design (a row's ``context_j``), the prior is the group's energy
+        inside the step, ``context_j`` ± ``context_sigma_j`` (the design's measured neighbour dependence ρ
+        already folded in), and carries the ρ folded in (√E[ρ²], or the 95 % bound for replays before session 12)
+    as :attr:`KernelPrior.context_rel_sd`; otherwise
+        its isolated energy ± its σ, floored at ``min_rel_sd`` (by default tiny: how far the isolated energy is
+        from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
+        by the group's nodes per step, and carries the group's time per call: in the step (``context_time_s``)
+        with a design, else its own time beyond an empty replay (``group_time_s``), where measured. Names are
+        demangled as the attribution's are; the lumped and copy groups give none, nor does an isolated energy whose
+        repetitions ended with the step's state non-finite (``nonfinite_reps``).
     """
     if hasattr(rows, "rows"):
         design = design if design is not None else getattr(rows, "design", None)
         rows = [r.to_row() for r in rows.rows]
     rows = list(rows)
-    rho = _num((design or {}).get("rho_up"))
+    # the ρ the design folded into its σ: √E[ρ²] since session 12, its 95 % bound before
+    rho = _num((design or {}).get("rho_fold", (design or {}).get("rho_up")))
     # Graph nodes carry mangled names (cuFuncGetName); the attribution's rows are demangled.
     names = demangle([str(r.get("group", "")) for r in rows])
     out: dict[str, KernelPrior] = {}

@@ -8,9 +8,11 @@ alone (only the nodes enabled in every replay). Each configuration is one measur
 additive fit gives each group's energy per step in the step's company and c0, and ρ bounds
 how much a group's energy depends on its neighbours.
 
-Each row's ``context_sigma_j`` is √(se² + ρ_up²·(e²/p + p·⟨e²⟩/(1 − p)²)), ⟨e²⟩ the mean of the
-factors' squared energies and p the share of configurations each factor is on in; at p = ½ that is
-√(se² + 2·ρ_up²·(e² + ⟨e²⟩)). Why: take a pairwise interaction, group g drawing r·e_g more while
+Each row's ``context_sigma_j`` is √(se² + ρ_f²·(e²/p + p·⟨e²⟩/(1 − p)²)), ⟨e²⟩ the mean of the
+factors' squared energies, p the share of configurations each factor is on in, and ρ_f² the mean of ρ²
+over ρ's likelihood (flat prior; until session 12 the 95 % bound ρ_up, which folded into a 95 % interval
+counted ρ's uncertainty twice: on the fake step below it covered 0.98 at 1.96 σ, ρ_f 0.96); at p = ½
+that is √(se² + 2·ρ_f²·(e² + ⟨e²⟩)). Why: take a pairwise interaction, group g drawing r·e_g more while
 one other group is on. The fit's main effects absorb a share p of it, so g's estimate misses
 (1 − p)·r·e_g of its own in-step energy and carries p·r·e_k of the interaction of a group k that
 g's presence changes (of a typical group's size: ⟨e²⟩); the part left in the residuals,
@@ -59,16 +61,20 @@ __all__ = [
 AUTO_MIN = 40
 #: The fewest configurations a design may ask for: c0, one factor and the residual degrees of freedom.
 MIN_CONFIGS = 2 + MIN_RESIDUAL_DOF
-#: How ρ_up is folded into each energy's σ at p = ½ (module docstring), as earlier runs recorded it.
-FOLD = "context_sigma_j = sqrt(se^2 + 2 rho_up^2 (e^2 + mean e^2))"
+#: How ρ is folded into each energy's σ at p = ½ (module docstring); runs before session 12 folded ρ_up, the 95 %
+#: bound, and recorded "rho_up" in its place.
+FOLD = "context_sigma_j = sqrt(se^2 + 2 rho_fold^2 (e^2 + mean e^2)), rho_fold^2 = E[rho^2] over its likelihood"
 #: The same for a share p of configurations on (FOLD at p = ½).
-FOLD_P = "context_sigma_j = sqrt(se^2 + rho_up^2 (e^2 / p + p mean e^2 / (1 - p)^2)), p = {p:g}"
+FOLD_P = (
+    "context_sigma_j = sqrt(se^2 + rho_fold^2 (e^2 / p + p mean e^2 / (1 - p)^2)), p = {p:g}, "
+    "rho_fold^2 = E[rho^2] over its likelihood"
+)
 
 
-def fold_sigma(e: float, se: float, rho_up: float, typical: float, p_on: float = 0.5) -> float:
+def fold_sigma(e: float, se: float, rho: float, typical: float, p_on: float = 0.5) -> float:
     """A design's in-step energy's σ with the neighbour dependence folded in (module docstring): ``typical`` is
     ⟨e²⟩, ``p_on`` the share of configurations each factor is on in."""
-    return math.sqrt(se**2 + rho_up**2 * (e**2 / p_on + p_on * typical / (1.0 - p_on) ** 2))
+    return math.sqrt(se**2 + rho**2 * (e**2 / p_on + p_on * typical / (1.0 - p_on) ** 2))
 
 
 def check_design(design: int | str | None) -> None:
@@ -200,7 +206,7 @@ def run_context(
     typical = float(np.mean(np.square(fit.energy_j)))
     p = p_on if kind == "halves" else 0.5
     for name, e, se in zip(factors, fit.energy_j, fit.energy_se_j, strict=True):
-        out.values[name] = (e, fold_sigma(e, se, fit.rho_up, typical, p))
+        out.values[name] = (e, fold_sigma(e, se, fit.rho_fold, typical, p))
     out.times = dict(zip(factors, _times(x, [m.time_s for m in measured]), strict=True))
     out.lumped = lumped
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_j, step_sigma_j)
@@ -362,7 +368,8 @@ def _note(s: Mapping[str, Any]) -> str:
         + f") of {s['configurations']} configurations "
         f"(seed {s['seed']}) fitted "
         f"as c0 + Σ e_g; c0 = {s['c0_j']:.4g} ± {s['c0_se_j']:.2g} J per replay; neighbour dependence ρ = "
-        f"{100 * s['rho']:.1f} % (95 % upper bound {100 * s['rho_up']:.1f} %, folded in as {s['fold']}); "
+        f"{100 * s['rho']:.1f} % (95 % upper bound {100 * s['rho_up']:.1f} %; √E[ρ²] "
+        f"{100 * s.get('rho_fold', s['rho_up']):.1f} %, folded in as {s['fold']}); "
         f"residual RMS {s['residual_rms_pct']:.2f} % (noise {s['noise_rms_pct']:.2f} %); Σ e + c0 is "
         f"{s['sum_vs_step_pct']:+.2f} % of the whole step; the whole step predicted from the other "
         f"configurations is off by {s['all_on_error_pct']:+.2f} %"

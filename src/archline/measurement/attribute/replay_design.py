@@ -10,7 +10,8 @@ What the additive model misses is measured by ρ: the residual of configuration 
 have the variance ``σ_S² + ρ² Σ_{g∈S} e_g²``, each present group's energy moving by a relative
 ρ with its neighbours. ρ is estimated by restricted maximum likelihood (REML: the likelihood of
 the residuals, so the fit's own degrees of freedom do not bias it low) on a grid, with a
-one-sided 95 % upper bound from the profile (largest ρ with 2Δℓ ≤ 2.706).
+one-sided 95 % upper bound from the profile (largest ρ with 2Δℓ ≤ 2.706), and √E[ρ²] over that likelihood
+with a flat prior (``rho_fold``), which the in-step energies' intervals fold in.
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ class DesignFit:
     dof: int
     rho: float
     rho_up: float
+    #: √E[ρ²] over ρ's REML likelihood (flat prior on the grid): what the in-step energies' σ fold in since
+    #: session 12. The 95 % bound folded into a 95 % interval counted ρ's uncertainty twice.
+    rho_fold: float
     residual_rms_pct: float
     noise_rms_pct: float
     sum_j: float
@@ -126,6 +130,7 @@ class DesignFit:
             "dof": self.dof,
             "rho": self.rho,
             "rho_up": self.rho_up,
+            "rho_fold": self.rho_fold,
             "residual_rms_pct": self.residual_rms_pct,
             "noise_rms_pct": self.noise_rms_pct,
             "sum_j": self.sum_j,
@@ -163,6 +168,8 @@ def fit_design(x: NDArray[Any], energy_j: Sequence[float], sigma_j: Sequence[flo
     k = int(np.argmax(ll))
     inside = np.nonzero(2.0 * (ll[k] - ll) <= ONE_SIDED_95)[0]
     rho_up = float(RHO_GRID[int(inside.max())])
+    post = np.exp(ll - ll.max())
+    rho_fold = math.sqrt(float(np.sum(post * RHO_GRID**2) / np.sum(post)))
     # Leave the whole step out: its prediction from the other configurations (hat matrix of the weighted fit).
     h0 = float(a[0] @ cov @ a[0]) / s[0] ** 2
     pred0 = y[0] - r[0] / (1.0 - h0) if h0 < 1.0 - 1e-12 else math.nan
@@ -177,6 +184,7 @@ def fit_design(x: NDArray[Any], energy_j: Sequence[float], sigma_j: Sequence[flo
         dof=dof,
         rho=float(RHO_GRID[k]),
         rho_up=rho_up,
+        rho_fold=rho_fold,
         residual_rms_pct=float(np.sqrt(np.mean(r**2)) / np.mean(y)) * 100.0,
         noise_rms_pct=float(np.sqrt(np.mean(s**2)) / np.mean(y)) * 100.0,
         sum_j=float(beta.sum()),
