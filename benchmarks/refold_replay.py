@@ -1,0 +1,85 @@
+"""Redo a replay's in-step σ with the current fold (√E[ρ²] since session 12), into a copy of its run directory.
+
+    python benchmarks/refold_replay.py REPLAY_DIR OUT_DIR
+
+For post-hoc comparisons of the fold on replays recorded before it changed: the design is refitted from
+``replay.json``'s configurations (the same arithmetic, so the same in-step energies), each row's
+``context_sigma_j`` in ``replay.csv`` is refolded with the refit's ``rho_fold``, and the design summary gains
+``rho_fold`` and the current fold's text. The copy is then a replay as this archline would have written it
+(e.g. for ``benchmarks/redo_attribution.py --prior-replay OUT_DIR``). Bad input: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def refold(design: dict[str, Any], rows: list[dict[str, str]]) -> tuple[dict[str, Any], list[dict[str, str]], int]:
+    """The design summary and rows with the current fold; how many rows were refolded. ValueError where a row's
+    in-step energy matches no refitted factor (a design refitted differently)."""
+    from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma
+    from archline.measurement.attribute.replay_design import fit_design
+
+    configs = design["configs"]
+    x = np.asarray([[float(ch == "1") for ch in c["on"]] if isinstance(c["on"], str) else c["on"] for c in configs])
+    fit = fit_design(x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs])
+    e = np.asarray(fit.energy_j)
+    typical = float(np.mean(e**2))
+    p = float(design.get("p_on", 0.5)) if design.get("kind", "halves") == "halves" else 0.5
+    out, n = [], 0
+    for r in rows:
+        c = r.get("context_j", "")
+        if c in ("", None) or not np.isfinite(float(c)):
+            out.append(r)
+            continue
+        j = int(np.argmin(np.abs(e - float(c))))
+        if abs(e[j] - float(c)) > 1e-6 * max(abs(float(c)), 1e-12):
+            raise ValueError(f"row {r.get('group')!r}: its in-step energy {c} matches no refitted factor")
+        sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p)
+        out.append({**r, "context_sigma_j": repr(sd)})
+        n += 1
+    summary = {**design, "rho_fold": fit.rho_fold, "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}
+    return summary, out, n
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("replay_dir", type=Path)
+    ap.add_argument("out_dir", type=Path)
+    a = ap.parse_args(argv)
+    try:
+        summary = json.loads((a.replay_dir / "replay.json").read_text())
+        with (a.replay_dir / "replay.csv").open(newline="") as f:
+            reader = csv.DictReader(f)
+            fields, rows = list(reader.fieldnames or []), list(reader)
+        design = summary.get("design")
+        if not isinstance(design, dict) or not design.get("configs"):
+            raise ValueError("no randomized design to refold")
+        new_design, new_rows, n = refold(design, rows)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"refold_replay: {a.replay_dir}: {exc}", file=sys.stderr)
+        return 2
+    if a.out_dir.exists():
+        print(f"refold_replay: {a.out_dir}: exists; choose another", file=sys.stderr)
+        return 2
+    shutil.copytree(a.replay_dir, a.out_dir)
+    (a.out_dir / "replay.json").write_text(json.dumps({**summary, "design": new_design}, indent=1))
+    with (a.out_dir / "replay.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(new_rows)
+    print(f"{a.out_dir}: {n} rows refolded with √E[ρ²] = {100 * new_design['rho_fold']:.2f} % "
+          f"(ρ̂ {100 * design['rho']:.1f} %, bound {100 * design['rho_up']:.1f} %)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""benchmarks/refold_replay.py: a replay's in-step σ refolded with the current ρ; with the old ρ it reproduces them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from archline.measurement.attribute.replay import replay_energy
+from archline.records import Manifest, RunDir
+from archline.records.replay import write_replay
+from tests.helpers.bench import load_bench
+from tests.helpers.fake_graph import NoisyMeasure
+from tests.unit.test_replay_context import pairwise_step
+
+
+def _replay_dir(tmp_path: Path) -> tuple[Path, dict[str, float]]:
+    gpu = pairwise_step(2)
+    res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=2), gpu.clock, top=2, marginal=False, design=60,
+                        design_seed=2)  # fmt: skip
+    rd = RunDir.create(tmp_path / "rep", Manifest.new("replay"))
+    write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+    rd.finish("complete")
+    sigmas = {r.group: float(r.context_sigma_j) for r in res.rows if r.context_sigma_j}
+    return tmp_path / "rep", sigmas
+
+
+def _sigmas(d: Path) -> dict[str, float]:
+    with (d / "replay.csv").open(newline="") as f:
+        return {r["group"]: float(r["context_sigma_j"]) for r in csv.DictReader(f) if r["context_sigma_j"]}
+
+
+def test_the_current_fold_reproduces_a_replay_and_an_older_fold_is_redone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = load_bench("refold_replay")
+    src, sigmas = _replay_dir(tmp_path)
+    assert mod.main([str(src), str(tmp_path / "same")]) == 0
+    assert _sigmas(tmp_path / "same") == pytest.approx(sigmas, rel=1e-9)  # written with the current fold already
+    # a replay recorded with the 95 % bound folded in (before session 12): widen its σ as that fold did
+    summary = json.loads((src / "replay.json").read_text())
+    d = summary["design"]
+    old = tmp_path / "old"
+    old.mkdir()
+    ratio = d["rho_up"] / d["rho_fold"]
+    with (src / "replay.csv").open(newline="") as f:
+        reader = csv.DictReader(f)
+        fields, rows = list(reader.fieldnames or []), list(reader)
+    with (old / "replay.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows({**r, "context_sigma_j": str(float(r["context_sigma_j"]) * ratio)} if r["context_sigma_j"] else r
+                    for r in rows)  # fmt: skip
+    (old / "replay.json").write_text(json.dumps({**summary, "design": {k: v for k, v in d.items() if k != "rho_fold"}}))
+    capsys.readouterr()
+    assert mod.main([str(old), str(tmp_path / "refolded")]) == 0
+    assert "rows refolded" in capsys.readouterr().out
+    assert _sigmas(tmp_path / "refolded") == pytest.approx(sigmas, rel=1e-9)
+    assert math.isclose(json.loads((tmp_path / "refolded" / "replay.json").read_text())["design"]["rho_fold"],
+                        d["rho_fold"], rel_tol=1e-12)  # fmt: skip
+
+
+def test_no_design_or_an_existing_output_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mod = load_bench("refold_replay")
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "replay.json").write_text(json.dumps({"design": None}))
+    (tmp_path / "r" / "replay.csv").write_text("group\n")
+    assert mod.main([str(tmp_path / "r"), str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no randomized design" in err[0]
+    src, _ = _replay_dir(tmp_path)
+    assert mod.main([str(src), str(tmp_path / "r")]) == 2
+    assert "exists" in capsys.readouterr().err
