@@ -4,6 +4,9 @@
 # results/h100/bench/attribution-real/redo-<TAG>-<board>-<workload>.log, with the redone attribution.json beside it.
 #
 #   scripts/redo_runs.sh TAG [REDO_ARGS] -- SET_DIR...     (REDO_ARGS e.g. --no-ceiling: every row bounded by the limit)
+#
+# REFOLD=1 first refolds each set's replays (in a copy) as archline folds them now, √E[ρ²] since session 12
+# (benchmarks/refold_replay.py): post hoc, for replays recorded with the 95 % bound folded in.
 set -eu
 tag=${1:?name the redo}; shift
 args=()
@@ -14,6 +17,19 @@ cd "$here"
 py=${PYTHON:-python3}
 L=results/h100/bench/attribution-real
 tmp=$(mktemp -d)
+if [ "${REFOLD:-0}" = 1 ]; then
+  sets=()
+  for S in "$@"; do
+    c="$tmp/sets/$(basename "$S")"; mkdir -p "$tmp/sets"; cp -r "$S" "$c"
+    for w in resnet50 transformer; do
+      [ -d "$c/$w-replay" ] || continue
+      mv "$c/$w-replay" "$c/$w-replay-recorded"
+      "$py" benchmarks/refold_replay.py "$c/$w-replay-recorded" "$c/$w-replay"
+    done
+    sets+=("$c")
+  done
+  set -- "${sets[@]}"
+fi
 for S in "$@"; do
   set_name=$(basename "$S"); board=${set_name##*-GPU-}
   for w in resnet50 transformer; do
