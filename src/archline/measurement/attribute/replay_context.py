@@ -126,8 +126,6 @@ def run_context(
     design: int | str,
     seed: int | None = None,
     budget_s: float | None = None,
-    step_j: float = math.nan,
-    step_sigma_j: float = math.nan,
     kind: str = "halves",
     p_on: float = 0.5,
 ) -> ContextResult:
@@ -140,8 +138,8 @@ def run_context(
     ``run(nodes)`` measures one replay with ``nodes`` enabled; ``base`` stays enabled in every one.
     The whole step and the fixed cost are measured first; their time sets how many configurations
     ``budget_s`` allows (fewer than asked: a note; too few for every group: the shortest are lumped).
-    ``step_j``: the whole step measured apart, for the sum check (NaN: the design's own whole step; a caller
-    that measures the step after the design passes it to :func:`set_step` instead).
+    Σ e + c0 is checked against the design's own whole-step configuration; :func:`set_step` checks it against
+    the whole step measured apart.
     """
     out = ContextResult()
     if not groups:
@@ -209,7 +207,7 @@ def run_context(
         out.values[name] = (e, fold_sigma(e, se, fit.rho_fold, typical, p))
     out.times = dict(zip(factors, _times(x, [m.time_s for m in measured]), strict=True))
     out.lumped = lumped
-    out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_j, step_sigma_j)
+    out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s)
     out.summary["kind"] = kind
     if kind == "halves":
         out.summary["p_on"] = p_on
@@ -230,12 +228,19 @@ def set_step(ctx: ContextResult, step_j: float, step_sigma_j: float) -> None:
                          "design's own whole-step configuration")  # fmt: skip
         return
     old = _note(s)
-    diff = float(s["sum_j"]) - step_j
-    s["step_j"] = step_j
-    s["sum_vs_step_pct"] = diff / step_j * 100.0 if step_j else math.nan
-    sd = math.hypot(float(s["sum_se_j"]), step_sigma_j)
-    s["sum_vs_step_sigma"] = diff / sd if sd else math.nan
+    s.update(_sum_check(float(s["sum_j"]), float(s["sum_se_j"]), step_j, step_sigma_j))
     ctx.notes = [_note(s) if n == old else n for n in ctx.notes]
+
+
+def _sum_check(sum_j: float, sum_se_j: float, step_j: float, step_sigma_j: float) -> dict[str, float]:
+    """Σ e + c0 against a whole step: the summary's ``step_j``, ``sum_vs_step_pct`` and ``sum_vs_step_sigma``."""
+    diff = sum_j - step_j
+    sd = math.hypot(sum_se_j, step_sigma_j)
+    return {
+        "step_j": step_j,
+        "sum_vs_step_pct": diff / step_j * 100.0 if step_j else math.nan,
+        "sum_vs_step_sigma": diff / sd if sd else math.nan,
+    }
 
 
 def _times(x: Array, times_s: Sequence[float]) -> list[float]:
@@ -325,12 +330,7 @@ def _summary(
     lumped: Sequence[str],
     spent_s: float,
     budget_s: float | None,
-    step_j: float,
-    step_sigma_j: float,
 ) -> dict[str, Any]:
-    step = step_j if math.isfinite(step_j) else fit.all_on_j
-    step_sd = step_sigma_j if math.isfinite(step_j) else measured[0].sigma_j
-    diff = fit.sum_j - step
     return {
         "configurations": len(measured),
         "asked": asked,
@@ -338,9 +338,7 @@ def _summary(
         "factors": int(x.shape[1]),
         "lumped_groups": list(lumped),
         **fit.summary(),
-        "step_j": step,
-        "sum_vs_step_pct": diff / step * 100.0 if step else math.nan,
-        "sum_vs_step_sigma": diff / math.hypot(fit.sum_se_j, step_sd) if step_sd or fit.sum_se_j else math.nan,
+        **_sum_check(fit.sum_j, fit.sum_se_j, fit.all_on_j, measured[0].sigma_j),
         "fold": FOLD,
         "seconds": spent_s,
         "budget_s": budget_s,
