@@ -644,8 +644,8 @@ def robust_loop_change(base: ChildRun, run: ChildRun, traced: list[tuple[float, 
     slows a few untraced loops of either block is not. None where a block has no loops. Two things it assumes:
     that a block holds its share of traced periods (blocks shorter than two duty periods may hold none, and then
     tracing's cost is in no figure); and the baseline at its median of all loops, not the mean of the same
-    loops the recorded run's traced periods touch, reads low where the host's noise is skewed to slow loops
-    (on the session-12 runs: +7.76 % here, +7.68 % treated alike)."""
+    loops the recorded run's traced periods touch, reads low where the host's noise is skewed to slow loops,
+    and the change then reads high (by the traced share of that skew: small where a duty cycle traces 5 %)."""
     mine = run.loops_s()
     if not mine or not base.loops_s():
         return None
