@@ -206,10 +206,13 @@ def timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def child_main(name: str, loops: int, cpus: list[int] | None = None) -> int:
-    """The workload alone, as a child process: warm up, time one block of ``loops`` loops, print it as JSON
-    with the Unix time (ns) at the block's start and at the end of each loop, and the seconds from
-    here to the block's start (imports, set-up, warm-up: what each child costs besides its block)."""
+def child_main(name: str, loops: int, cpus: list[int] | None = None, block_s: float | None = None) -> int:
+    """The workload alone, as a child process: warm up, time one block of ``loops`` loops (with ``block_s``:
+    as many loops as it takes to last at least ``block_s`` seconds), print it as JSON with the Unix time (ns)
+    at the block's start and at the end of each loop, and the seconds from here to the block's start
+    (imports, set-up, warm-up: what each child costs besides its block). Just before the block it prints
+    ``READY`` on a line of its own (flushed), for a parent that acts while the block runs
+    (benchmarks/overhead_interleaved.py); the JSON is the last line."""
     t_start = time.perf_counter()
     if cpus:
         os.sched_setaffinity(0, cpus)  # before any thread starts: all of them inherit it
@@ -218,11 +221,19 @@ def child_main(name: str, loops: int, cpus: list[int] | None = None) -> int:
         return 3
     _, fn = load
     fn()
+    print("READY", flush=True)
     stamps = [time.time_ns()]
     t0 = time.perf_counter()
-    for _ in range(loops):
-        fn()
-        stamps.append(time.time_ns())
+    if block_s is None:
+        for _ in range(loops):
+            fn()
+            stamps.append(time.time_ns())
+    else:
+        while True:
+            fn()
+            stamps.append(time.time_ns())
+            if time.perf_counter() - t0 >= block_s:
+                break
     block = time.perf_counter() - t0
     print(json.dumps({"block_s": block, "stamps_ns": stamps, "setup_s": t0 - t_start}), flush=True)
     return 0
@@ -694,9 +705,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup-child", action="store_true", help="run one unmeasured child per workload first")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--loops", type=int, default=1, help=argparse.SUPPRESS)
+    # child mode: repeat the loop until the block lasts at least this long (instead of --loops)
+    ap.add_argument("--block-s", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        return child_main(args.child, args.loops, parse_cpus(args.cpus) if args.cpus not in ("auto", "none") else None)
+        child_cpus = parse_cpus(args.cpus) if args.cpus not in ("auto", "none") else None
+        return child_main(args.child, args.loops, child_cpus, args.block_s)
     names = [w for w in args.workloads.split(",") if w]
     modes = [m for m in args.modes.split(",") if m]
     bad = [w for w in names if w not in WORKLOADS] + [m for m in modes if m not in MODES]

@@ -1,0 +1,698 @@
+"""What archline run's default recording costs a workload, measured inside one process, so that its noise cancels.
+
+Usage (GPU machine):
+    python benchmarks/overhead_interleaved.py [--workloads torch,decode] [--seconds 300] [--toggle-s 10]
+        [--gpu 0] [--cpus auto|none|LIST] [--out DIR]
+
+Why: benchmarks/bench_run_overhead.py compares separate child processes with and without recording; on the
+lent GPU hosts a workload's speed differs by 5-11 % from one process to the next, so a 3 % target cannot be
+resolved that way. Here each workload runs in ONE child (bench_run_overhead.py's child, ``--block-s``: its
+loop repeated for ``--seconds``, each loop's end stamped on the Unix clock) under the CUPTI injection library
+with exactly archline run's default environment (``--trace-duty auto``: AUTO_DUTY_MS, AUTO_PROBE_MS,
+AUTO_RATE_PER_S of archline.measurement.attribute.run; CUPTI traces in full until it sees a launch-bound
+phase, then 0.5 s of every 10 s, detached in between), pinned to CPUs as ``--cpus auto`` does there (the
+upper half of this process's CPUs; this process and its sensor threads keep the rest). The child prints
+``READY`` just before its block; from then on this process toggles archline's sensors (exactly
+bench_run_overhead's ``Attribution(gpu, trace=False, pre_s=0.3, post_s=0.3)``): on for ``--toggle-s``
+seconds, off for as long, the order of the two halves alternating from cycle to cycle (on-off, off-on,
+on-off, ...: a slow drift of the GPU's speed cancels over pairs of cycles). An on-half runs from just after
+entering the ``with`` to just before leaving it; an off-half from just after the ``with`` has ended
+(its post-roll and its attribution included) to just before the next one starts: the sensors' pre- and
+post-roll fall in neither half.
+
+Figures (each with its interval; the verdicts are the intervals', two-sided against ±3 %: PASS all of it
+within, FAIL all of it at or above +3 %, NOISE all of it at or below -3 %, UNRESOLVED otherwise):
+
+* sensors: per full cycle, the median of the loops wholly inside its on-half that touch no traced period
+  over the median of such loops in its off-half, minus 1; the cycles' changes -> Hodges-Lehmann estimate with
+  its signed-rank interval (bench_run_overhead.paired_estimate, ~90 %; fewer than 5 cycles: no interval).
+* tracing: per traced period after the first, its excess = the sum, over the loops it touches (any overlap),
+  of the loop's time minus the median of the untraced loops (touching no traced period) around it (the 10
+  before and the 10 after). The cost = the sum of the excesses / the block's time after the first traced
+  period, with a t interval (~90 %) from the excesses (mean excess x periods / time); also per period in ms.
+  It reads somewhat high where the loops' noise is skewed (the reference is a median, and the loops a period
+  touches are the longer ones): a few ms per period at 10 % lognormal noise on 0.3 s loops (the unit tests).
+* the probe at start (information, not judged): the first traced interval (full tracing from CUPTI's start
+  until the automatic mode decides), how far it reaches into the block and its excess there: a one-off cost.
+* total (steady state) = sensors + tracing; its interval adds the two intervals' half-widths (conservative).
+
+What this does NOT measure: the cost of the injection library being loaded while CUPTI is detached, against a
+process without it (only comparable across processes: bench_run_overhead.py), and CUPTI's initialisation at
+start-up (before the block). A program traced throughout (the automatic mode never switched to the duty
+cycle) has no untraced loops to compare with: its tracing figure is then UNRESOLVED.
+
+All raw data (every loop's start and end, the sensors' halves, the traced periods, the figures) go to
+``--out DIR/overhead_interleaved.json`` (rewritten after each workload). Exit 0 if every figure passes,
+1 otherwise, 2 with one line on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_run_overhead as bro  # noqa: E402
+
+Interval = tuple[float, float]
+
+LIMIT = bro.LIMIT
+LEVEL = bro.LEVEL
+#: The sensors' pre- and post-roll, as bench_run_overhead.as_child records them.
+PRE_S = POST_S = 0.3
+#: Untraced loops taken on each side of a traced period for its reference.
+K_REF = 10
+#: Fewest loops a half needs for its median to count; fewest cycles or traced periods for an interval.
+MIN_LOOPS = 3
+MIN_N = 5
+DEFAULT_WORKLOADS = "torch,decode"
+OUT_NAME = "overhead_interleaved.json"
+
+
+# ---------------------------------------------------------------- pure analysis (plain lists, no GPU)
+
+
+def interval_verdict(lo: float | None, hi: float | None, limit: float = LIMIT) -> str:
+    """Two-sided, on the whole interval: PASS inside ±limit, FAIL at or above +limit, NOISE at or below -limit,
+    UNRESOLVED where it spans a limit (or there is no interval)."""
+    if lo is None or hi is None:
+        return "UNRESOLVED"
+    if -limit < lo <= hi < limit:
+        return "PASS"
+    if lo >= limit:
+        return "FAIL"
+    if hi <= -limit:
+        return "NOISE"
+    return "UNRESOLVED"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A relative change (or time) with its interval; lo and hi are None where there is none."""
+
+    centre: float | None
+    lo: float | None
+    hi: float | None
+    n: int
+    method: str
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        return interval_verdict(self.lo, self.hi)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict}
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The first traced interval (full tracing from CUPTI's start): how far into the block, its excess there."""
+
+    interval: Interval | None
+    in_block_s: float
+    excess_s: float | None
+    loops: int
+
+
+@dataclass(frozen=True)
+class TracingCost:
+    """The steady state's traced periods: each one's excess (s), their cost over the steady state's time."""
+
+    fraction: Estimate
+    per_period_s: Estimate
+    periods: list[Interval]
+    excess_s: list[float]
+    steady_s: float
+    skipped: int
+
+
+@dataclass(frozen=True)
+class Analysis:
+    block: Interval
+    loops: int
+    median_loop_s: float
+    sensor_changes: list[float]
+    sensors: Estimate
+    tracing: TracingCost
+    probe: Probe
+    total: Estimate
+
+    def judged(self) -> dict[str, Estimate]:
+        return {"sensors": self.sensors, "tracing": self.tracing.fraction, "total": self.total}
+
+    @property
+    def passed(self) -> bool:
+        return all(e.verdict == "PASS" for e in self.judged().values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "block": list(self.block),
+            "loops": self.loops,
+            "median_loop_s": self.median_loop_s,
+            "sensor_changes": self.sensor_changes,
+            "sensors": self.sensors.to_json(),
+            "tracing": {
+                "fraction": self.tracing.fraction.to_json(),
+                "per_period_s": self.tracing.per_period_s.to_json(),
+                "periods": [list(p) for p in self.tracing.periods],
+                "excess_s": self.tracing.excess_s,
+                "steady_s": self.tracing.steady_s,
+                "skipped": self.tracing.skipped,
+            },
+            "probe": {
+                "interval": list(self.probe.interval) if self.probe.interval is not None else None,
+                "in_block_s": self.probe.in_block_s,
+                "excess_s": self.probe.excess_s,
+                "loops": self.probe.loops,
+            },
+            "total": self.total.to_json(),
+            "passed": self.passed,
+        }
+
+
+def loops_from_stamps(stamps_ns: Sequence[int]) -> list[Interval]:
+    """(start, end) Unix seconds of each loop from the child's stamps (the block's start, then each loop's end)."""
+    t = [s * 1e-9 for s in stamps_ns]
+    return list(itertools.pairwise(t))
+
+
+def _merged(ivs: Sequence[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for lo, hi in sorted(ivs):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def touched_flags(loops: Sequence[Interval], traced: Sequence[Interval]) -> list[bool]:
+    """For each loop, whether any traced period overlaps it (a < hi and lo < b)."""
+    merged = _merged(traced)
+    starts = [lo for lo, _ in merged]
+    out = []
+    for a, b in loops:
+        i = bisect.bisect_left(starts, b) - 1  # the last period starting before the loop ends
+        out.append(i >= 0 and merged[i][1] > a)
+    return out
+
+
+def _touching(loops: Sequence[Interval], period: Interval) -> range:
+    """Indices of the (time-ordered, consecutive) loops that overlap ``period``."""
+    lo, hi = period
+    first = bisect.bisect_right([b for _, b in loops], lo)
+    last = bisect.bisect_left([a for a, _ in loops], hi) - 1
+    return range(first, max(first, last + 1))
+
+
+def _inside(loops: Sequence[Interval], half: Interval) -> range:
+    """Indices of the loops wholly inside ``half``."""
+    lo, hi = half
+    first = bisect.bisect_left([a for a, _ in loops], lo)
+    last = bisect.bisect_right([b for _, b in loops], hi)
+    return range(first, max(first, last))
+
+
+def sensor_changes(
+    loops: Sequence[Interval],
+    cycles: Sequence[tuple[Interval, Interval]],
+    traced: Sequence[Interval] | None,
+    min_loops: int = MIN_LOOPS,
+) -> list[float]:
+    """Per cycle (on-half, off-half): the median of the loops wholly inside the on-half that touch no traced
+    period over the median of such loops in the off-half, minus 1; cycles whose halves hold fewer than
+    ``min_loops`` such loops are left out."""
+    touched = touched_flags(loops, traced or [])
+    dur = [b - a for a, b in loops]
+    out = []
+    for on, off in cycles:
+        x_on = [dur[i] for i in _inside(loops, on) if not touched[i]]
+        x_off = [dur[i] for i in _inside(loops, off) if not touched[i]]
+        if len(x_on) >= min_loops and len(x_off) >= min_loops:
+            out.append(statistics.median(x_on) / statistics.median(x_off) - 1.0)
+    return out
+
+
+def period_excess(
+    loops: Sequence[Interval], period: Interval, touched: Sequence[bool], k: int = K_REF
+) -> tuple[float, int] | None:
+    """(excess seconds, loops touched) of one traced period: the sum over the loops it touches of their time
+    minus the reference, the median of the ``k`` untraced loops before and the ``k`` after it (``touched``:
+    :func:`touched_flags` of all traced periods). None where it touches no loop or has fewer than 3 references."""
+    idx = _touching(loops, period)
+    if not idx:
+        return None
+    ref: list[float] = []
+    for step, start in ((-1, idx.start - 1), (1, idx.stop)):
+        got, i = 0, start
+        while 0 <= i < len(loops) and got < k:
+            if not touched[i]:
+                ref.append(loops[i][1] - loops[i][0])
+                got += 1
+            i += step
+    if len(ref) < 3:
+        return None
+    r = statistics.median(ref)
+    return sum(loops[i][1] - loops[i][0] - r for i in idx), len(idx)
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile (Cornish-Fisher expansion around the normal one; within 0.1 % for df >= 5)."""
+    z = statistics.NormalDist().inv_cdf(p)
+    v = float(df)
+    return (
+        z
+        + (z**3 + z) / (4 * v)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * v**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * v**3)
+    )
+
+
+def tracing_cost(
+    loops: Sequence[Interval], traced: Sequence[Interval], k: int = K_REF, level: float = LEVEL
+) -> TracingCost:
+    """The traced periods after the first (the probe) that touch the block: each one's excess, and their sum
+    over the block's time after the probe (a t interval from the excesses: mean excess x periods / time)."""
+    block = (loops[0][0], loops[-1][1])
+    ivs = sorted(traced)
+    touched = touched_flags(loops, ivs)
+    steady_start = min(max(block[0], ivs[0][1]), block[1]) if ivs else block[0]
+    steady = block[1] - steady_start
+    periods: list[Interval] = []
+    excess: list[float] = []
+    skipped = 0
+    for p in ivs[1:]:
+        if not (p[0] < block[1] and block[0] < p[1]):
+            continue
+        got = period_excess(loops, p, touched, k)
+        if got is None:
+            skipped += 1
+            continue
+        periods.append(p)
+        excess.append(got[0])
+    n = len(excess)
+    method = f"t {100 * level:.0f} % over traced periods"
+    if n == 0 or steady <= 0:
+        none = Estimate(None, None, None, n, method, "no traced period after the first in the block")
+        return TracingCost(none, none, periods, excess, steady, skipped)
+    mean = statistics.fmean(excess)
+    if n < MIN_N:
+        note = f"too few traced periods for an interval (< {MIN_N})"
+        per = Estimate(mean, None, None, n, method, note)
+        frac = Estimate(mean * n / steady, None, None, n, method, note)
+        return TracingCost(frac, per, periods, excess, steady, skipped)
+    half = t_quantile(0.5 + level / 2, n - 1) * statistics.stdev(excess) / math.sqrt(n)
+    per = Estimate(mean, mean - half, mean + half, n, method)
+    frac = Estimate(mean * n / steady, (mean - half) * n / steady, (mean + half) * n / steady, n, method)
+    return TracingCost(frac, per, periods, excess, steady, skipped)
+
+
+def probe_cost(loops: Sequence[Interval], traced: Sequence[Interval], k: int = K_REF) -> Probe:
+    """The first traced interval: how long it lasted from the block's start, and its excess in the block."""
+    if not traced:
+        return Probe(None, 0.0, None, 0)
+    ivs = sorted(traced)
+    first = ivs[0]
+    block = (loops[0][0], loops[-1][1])
+    in_block = max(0.0, min(first[1], block[1]) - max(first[0], block[0]))
+    got = period_excess(loops, first, touched_flags(loops, ivs), k)
+    if got is None:
+        return Probe(first, in_block, 0.0 if in_block == 0.0 else None, 0)
+    return Probe(first, in_block, got[0], got[1])
+
+
+def combine(a: Estimate, b: Estimate) -> Estimate:
+    """a + b, the interval adding the two half-widths on each side (conservative)."""
+    centre = a.centre + b.centre if a.centre is not None and b.centre is not None else None
+    if a.lo is None or a.hi is None or b.lo is None or b.hi is None:
+        return Estimate(centre, None, None, 0, "sum", "a part has no interval")
+    return Estimate(centre, a.lo + b.lo, a.hi + b.hi, 0, "sum, half-widths added")
+
+
+def analyse(
+    loops: Sequence[Interval],
+    cycles: Sequence[tuple[Interval, Interval]],
+    traced: Sequence[Interval] | None,
+    k: int = K_REF,
+    level: float = LEVEL,
+) -> Analysis:
+    """Every figure from one child's loops, the sensors' (on, off) cycles and the traced periods (None:
+    traced throughout)."""
+    if not loops:
+        raise ValueError("no loops")
+    block = (loops[0][0], loops[-1][1])
+    changes = sensor_changes(loops, cycles, traced)
+    hl = "Hodges-Lehmann, signed-rank interval"
+    if not changes:
+        sensors = Estimate(None, None, None, 0, hl, "no full cycle")
+    else:
+        pe = bro.paired_estimate(changes, level)
+        if pe.n < MIN_N:
+            sensors = Estimate(pe.centre, None, None, pe.n, hl, f"too few cycles for an interval (< {MIN_N})")
+        else:
+            sensors = Estimate(pe.centre, pe.lo, pe.hi, pe.n, f"{hl} ({100 * pe.coverage:.0f} %)")
+    if traced is None:
+        why = "traced throughout: no untraced loops in this process to compare with"
+        none = Estimate(None, None, None, 0, "", why)
+        tracing = TracingCost(none, none, [], [], block[1] - block[0], 0)
+        probe = Probe(None, 0.0, None, 0)
+    else:
+        tracing = tracing_cost(loops, traced, k, level)
+        probe = probe_cost(loops, traced, k)
+    median_loop = statistics.median(b - a for a, b in loops)
+    return Analysis(
+        block, len(loops), median_loop, changes, sensors, tracing, probe, combine(sensors, tracing.fraction)
+    )
+
+
+def _pct(e: Estimate) -> str:
+    if e.centre is None:
+        return "n/a"
+    iv = f"[{100 * e.lo:+.2f} .. {100 * e.hi:+.2f} %]" if e.lo is not None and e.hi is not None else "[no interval]"
+    return f"{100 * e.centre:+.2f} % {iv}"
+
+
+def report_lines(a: Analysis) -> list[str]:
+    """The printed figures of one workload."""
+    t, per = a.tracing, a.tracing.per_period_s
+    if t.fraction.centre is None:
+        tracing = f"{t.fraction.note}"
+    else:
+        tracing = f"of the {t.steady_s:.1f} s after the probe; {t.fraction.method}, n={t.fraction.n}"
+        if per.centre is not None:
+            tracing += f"; {1e3 * per.centre:.1f} ms per traced period"
+            if per.lo is not None and per.hi is not None:
+                tracing += f" [{1e3 * per.lo:.1f} .. {1e3 * per.hi:.1f} ms]"
+        tracing += f" {t.fraction.note}"
+    sensors = f"of the loop time; {a.sensors.method}, n={a.sensors.n} cycles {a.sensors.note}"
+    total = "sensors + tracing, the intervals' half-widths added"
+    lines = [
+        f"  sensors (NVML polling here)        {_pct(a.sensors):<30} {a.sensors.verdict:<10} {sensors}".rstrip(),
+        f"  tracing (duty-cycled CUPTI)        {_pct(t.fraction):<30} {t.fraction.verdict:<10} {tracing}".rstrip(),
+        f"  total (steady state)               {_pct(a.total):<30} {a.total.verdict:<10} {total}",
+    ]
+    p = a.probe
+    if p.interval is None:
+        lines.append("  probe at start (once, not judged)  no traced periods (traced throughout)")
+    else:
+        ex = f"{1e3 * p.excess_s:.1f} ms" if p.excess_s is not None else "n/a"
+        lines.append(
+            f"  probe at start (once, not judged)  first traced interval {p.interval[1] - p.interval[0]:.2f} s, "
+            f"{p.in_block_s:.2f} s of it in the block (from its start); excess there {ex} over {p.loops} loops"
+        )
+    return lines
+
+
+NOT_MEASURED = (
+    "  not measured here: the cost of the injection library being loaded while CUPTI is detached, against a "
+    "process without it\n  (only comparable across processes: bench_run_overhead.py), and CUPTI's "
+    "initialisation at start-up (before the block)"
+)
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Write ``doc`` to ``path`` atomically (a temporary file in the same folder, then os.replace)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- the measurement (GPU machine)
+
+
+@dataclass
+class ChildRecord:
+    """One child's raw data: its loops' stamps, the sensors' halves, the traced periods."""
+
+    stamps_ns: list[int]
+    halves: list[tuple[str, float, float]]  # ("on" | "off", start, end), in order
+    cycles: list[tuple[Interval, Interval]]  # full cycles: (on-half, off-half)
+    traced: list[Interval] | None
+    block_s: float
+    setup_s: float
+    wall_s: float
+    records: int
+    errors: list[str]
+
+
+def auto_env() -> dict[str, str]:
+    """archline run's default tracing (``--trace-duty auto``), as bench_run_overhead.as_child sets it."""
+    from archline.measurement.attribute.run import AUTO_DUTY_MS, AUTO_PROBE_MS, AUTO_RATE_PER_S
+
+    return {
+        "ARCHLINE_CUPTI_DUTY_MS": f"{AUTO_DUTY_MS[0]},{AUTO_DUTY_MS[1]}",
+        "ARCHLINE_CUPTI_DUTY_MODE": "detach",
+        "ARCHLINE_CUPTI_DUTY_AUTO": f"{AUTO_PROBE_MS},{AUTO_RATE_PER_S:g}",
+    }
+
+
+def measure_workload(
+    name: str, seconds: float, toggle_s: float, gpu: int, cpus: list[int], lib: Path, out_dir: Path
+) -> ChildRecord | None:
+    """Run the workload's child for ``seconds`` under the injection library (the default duty cycle), toggling
+    the sensors while its block runs; None where the workload is not installed."""
+    from archline.hw.cupti.inject import injection_env, read_injection_output
+    from archline.measurement.attribute.api import Attribution
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("cupti-*"):
+        old.unlink()  # a previous run's trace would be read with this one's
+    env = {**os.environ, **injection_env(lib, out_dir), **auto_env()}
+    cmd = [sys.executable, bro.__file__, "--child", name, "--block-s", repr(float(seconds))]
+    if cpus:
+        cmd += ["--cpus", ",".join(map(str, cpus))]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    halves: list[tuple[str, float, float]] = []
+    cycles: list[tuple[Interval, Interval]] = []
+    lines: list[str] = []
+    done = threading.Event()
+    try:
+        for line in proc.stdout:
+            if line.strip() == "READY":
+                break
+        else:
+            rc = proc.wait()
+            if rc == 3:
+                return None
+            raise RuntimeError(f"the child of {name} ended before its block (exit {rc})")
+
+        def read_rest() -> None:  # the JSON may outgrow the pipe: read it while the sensors toggle
+            assert proc.stdout is not None
+            for ln in proc.stdout:
+                lines.append(ln)
+                if ln.startswith("{"):
+                    done.set()
+            done.set()
+
+        reader = threading.Thread(target=read_rest, daemon=True)
+        reader.start()
+        c = 0
+        while not done.is_set():
+            got: dict[str, Interval] = {}
+            for kind in ("on", "off") if c % 2 == 0 else ("off", "on"):
+                if done.is_set():
+                    break
+                if kind == "on":
+                    with Attribution(gpu, trace=False, pre_s=PRE_S, post_s=POST_S):
+                        a = time.time()
+                        done.wait(toggle_s)
+                        b = time.time()
+                else:
+                    a = time.time()
+                    done.wait(toggle_s)
+                    b = time.time()
+                halves.append((kind, a, b))
+                got[kind] = (a, b)
+            if len(got) == 2:
+                cycles.append((got["on"], got["off"]))
+            c += 1
+        rc = proc.wait()
+        reader.join()
+    except BaseException:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        raise
+    wall = time.perf_counter() - t0
+    if rc != 0 or not lines:
+        raise RuntimeError(f"the child of {name} failed (exit {rc})")
+    res = json.loads(lines[-1])
+    tr = read_injection_output(out_dir)
+    return ChildRecord(
+        stamps_ns=[int(x) for x in res["stamps_ns"]],
+        halves=halves,
+        cycles=cycles,
+        traced=sorted(tr.traced) if tr.traced is not None else None,
+        block_s=float(res["block_s"]),
+        setup_s=float(res.get("setup_s", 0.0)),
+        wall_s=wall,
+        records=len(tr.records),
+        errors=list(tr.errors),
+    )
+
+
+def record_json(name: str, rec: ChildRecord, a: Analysis, cpus: list[int]) -> dict[str, Any]:
+    """All of one workload's raw data and figures, for the JSON file."""
+    loops = loops_from_stamps(rec.stamps_ns)
+    return {
+        "workload": name,
+        "cpus": cpus,
+        "env": auto_env(),
+        "block_s": rec.block_s,
+        "setup_s": rec.setup_s,
+        "child_wall_s": rec.wall_s,
+        "records": rec.records,
+        "injection_errors": rec.errors,
+        "stamps_ns": rec.stamps_ns,
+        "loops": [list(x) for x in loops],
+        "sensor_halves": [list(h) for h in rec.halves],
+        "sensors_on": [list(on) for on, _ in rec.cycles],
+        "sensors_off": [list(off) for _, off in rec.cycles],
+        "traced": [list(x) for x in rec.traced] if rec.traced is not None else None,
+        "figures": a.to_json(),
+    }
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"overhead_interleaved: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _Parser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--workloads", default=DEFAULT_WORKLOADS, help=f"from {','.join(bro.WORKLOADS)}")
+    ap.add_argument("--seconds", type=float, default=300.0, help="each child's block (s)")
+    ap.add_argument("--toggle-s", type=float, default=10.0, help="sensors on this long, then off as long (s)")
+    ap.add_argument("--gpu", type=int, default=0)
+    ap.add_argument(
+        "--cpus", default="auto", help="the child's CPUs (auto: the upper half of this process's; none; a list)"
+    )
+    ap.add_argument("--out", type=Path, default=None, help=f"write {OUT_NAME} and the traces here")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    names = [w for w in args.workloads.split(",") if w]
+    bad = [w for w in names if w not in bro.WORKLOADS]
+    problem = None
+    if not names:
+        problem = "--workloads: none given"
+    elif bad:
+        problem = f"unknown workloads: {', '.join(bad)} (from {','.join(bro.WORKLOADS)})"
+    elif not (args.toggle_s > 0 and math.isfinite(args.toggle_s)):
+        problem = "--toggle-s must be a positive number of seconds"
+    elif not (args.seconds >= 2 * MIN_N * args.toggle_s and math.isfinite(args.seconds)):
+        problem = f"--seconds must be at least {2 * MIN_N} x --toggle-s ({MIN_N} full sensor cycles)"
+    elif args.gpu < 0:
+        problem = "--gpu must be >= 0"
+    child_cpus: list[int] = []
+    own_cpus: list[int] = []
+    if problem is None:
+        try:
+            child_cpus, own_cpus = bro.split_cpus(sorted(os.sched_getaffinity(0)), args.cpus)
+        except ValueError as exc:
+            problem = f"--cpus {args.cpus}: {exc}"
+    if problem is not None:
+        print(f"overhead_interleaved: {problem}", file=sys.stderr)
+        return 2
+    return run(names, args.seconds, args.toggle_s, args.gpu, child_cpus, own_cpus, args.out)
+
+
+def run(
+    names: list[str],
+    seconds: float,
+    toggle_s: float,
+    gpu: int,
+    child_cpus: list[int],
+    own_cpus: list[int],
+    out: Path | None,
+) -> int:
+    """Measure every workload (GPU machine); print the figures, write the JSON; 0 if every figure passes."""
+    from archline.errors import CUPTIUnavailableError
+    from archline.hw.cupti.inject import build_injection
+
+    # The sensors read NVML GPU --gpu; show CUDA (in the children) the same GPU.
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    out = out or Path(tempfile.mkdtemp(prefix="archline-interleaved-"))
+    out.mkdir(parents=True, exist_ok=True)
+    if own_cpus:
+        os.sched_setaffinity(0, own_cpus)  # the sensors' threads too, away from the child's CPUs
+    try:
+        lib = build_injection()
+    except CUPTIUnavailableError as exc:
+        print(f"overhead_interleaved: no injection library: {exc}")
+        return 1
+    doc: dict[str, Any] = {
+        "seconds": seconds,
+        "toggle_s": toggle_s,
+        "gpu": gpu,
+        "limit": LIMIT,
+        "level": LEVEL,
+        "k_ref": K_REF,
+        "pre_s": PRE_S,
+        "post_s": POST_S,
+        "workloads": {},
+    }
+    ok = True
+    cpus_txt = ",".join(map(str, child_cpus)) if child_cpus else "not pinned"
+    for name in names:
+        print(f"== {name}: one child, {seconds:g} s block, sensors {toggle_s:g} s on / {toggle_s:g} s off; "
+              f"CPUs {cpus_txt}", flush=True)  # fmt: skip
+        rec = measure_workload(name, seconds, toggle_s, gpu, child_cpus, lib, out / f"trace-{name}")
+        if rec is None:
+            print("  skipped (not installed)")
+            doc["workloads"][name] = {"skipped": "not installed"}
+            ok = False
+            write_json(out / OUT_NAME, doc)
+            continue
+        loops = loops_from_stamps(rec.stamps_ns)
+        a = analyse(loops, rec.cycles, rec.traced)
+        mode = "traced throughout" if rec.traced is None else f"{len(rec.traced)} traced periods"
+        print(
+            f"  {a.loops} loops, median {1e3 * a.median_loop_s:.1f} ms; {len(rec.cycles)} full sensor cycles; "
+            f"{rec.records} records, {mode}; set-up {rec.setup_s:.1f} s, child {rec.wall_s:.0f} s"
+            + (f"; injection errors: {'; '.join(rec.errors)}" if rec.errors else "")
+        )
+        for line in report_lines(a):
+            print(line)
+        print(NOT_MEASURED, flush=True)
+        ok &= a.passed and rec.records > 0
+        doc["workloads"][name] = record_json(name, rec, a, child_cpus)
+        write_json(out / OUT_NAME, doc)
+    doc["passed"] = ok
+    write_json(out / OUT_NAME, doc)
+    print(f"overall: {'PASS' if ok else 'not PASS'} (every figure's interval within ±{100 * LIMIT:.0f} %); "
+          f"{out / OUT_NAME}")  # fmt: skip
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
