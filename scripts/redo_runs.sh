@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Redo the attributions of run sets on a CPU with the current rules, from their shipped CUPTI traces, each on a copy
 # of its run directory (the redo rewrites it); a log per run beside the runs' own logs,
-# results/h100/bench/attribution-real/redo-<TAG>-<board>-<workload>.log, with the redone attribution.json beside it.
+# results/<gpu>/bench/attribution-real/redo-<TAG>-<board>-<workload>.log (<gpu>: the set's, results/<gpu>/...), with the redone attribution.json beside it.
 #
 #   scripts/redo_runs.sh TAG [REDO_ARGS] -- SET_DIR...     (REDO_ARGS e.g. --no-ceiling: every row bounded by the limit)
 #
@@ -15,12 +15,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do args+=("$1"); shift; done
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 py=${PYTHON:-python3}
-L=results/h100/bench/attribution-real
 tmp=$(mktemp -d)
 if [ "${REFOLD:-0}" = 1 ]; then
   sets=()
   for S in "$@"; do
-    c="$tmp/sets/$(basename "$S")"; mkdir -p "$tmp/sets"; cp -r "$S" "$c"
+    c="$tmp/sets/${S#/}"; mkdir -p "$(dirname "$c")"; cp -r "$S" "$c"  # the path kept: it names the set's GPU
     for w in resnet50 transformer; do
       [ -d "$c/$w-replay" ] || continue
       mv "$c/$w-replay" "$c/$w-replay-recorded"
@@ -32,6 +31,7 @@ if [ "${REFOLD:-0}" = 1 ]; then
 fi
 for S in "$@"; do
   set_name=$(basename "$S"); board=${set_name##*-GPU-}
+  gpu=$(echo "$S" | sed -n 's|.*results/\([^/]*\)/.*|\1|p'); L=results/${gpu:-h100}/bench/attribution-real; mkdir -p "$L"
   for w in resnet50 transformer; do
     [ -d "$S/$w-run" ] || continue
     ls $S/$w-run/raw/cupti/*.bin.xz >/dev/null 2>&1 || { echo "$S/$w-run: no raw CUPTI trace; run scripts/restore_traces.sh" >&2; exit 2; }

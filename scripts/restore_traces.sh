@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Bring back the raw CUPTI traces of the shipped attribution runs (results/h100/attribution-s1*/…/raw/cupti/*.bin.xz).
+# Bring back the raw CUPTI traces of the shipped attribution runs (results/<gpu>/attribution-s1*/…/raw/cupti/*.bin.xz).
 # They are kept in the history, not in the working tree: with them the checkout is larger than the 64 MiB the
 # device tool sends. scripts/redo_s10.sh and scripts/redo_runs.sh need them; `git rm --cached` them before a device call.
 #
 #   scripts/restore_traces.sh
 set -eu
 cd "$(dirname "$0")/.."
-commits="86cef85 a6441e1 454ec9c 4c9e02d"
+commits="86cef85 a6441e1 454ec9c 4c9e02d f193d85"
 n=0
 for commit in $commits; do
   files=$(git ls-tree -r --name-only "$commit" results | grep -E '/raw/cupti/[^/]+\.bin\.xz$' || true)
