@@ -1,5 +1,5 @@
-"""benchmarks/design_table.py: the shipped session-9 to 12 run sets give docs/data/design_table_s9.txt,
-design_table_s10.txt, design_table_s11.txt and design_table_s12.txt line for line;
+"""benchmarks/design_table.py: the shipped session-9 to 13 run sets give docs/data/design_table_s9.txt,
+design_table_s10.txt, design_table_s11.txt, design_table_s12.txt and design_table_s13.txt line for line;
 a run set without a summary is a one-line exit 2."""
 
 from __future__ import annotations
@@ -92,3 +92,14 @@ def test_missing_values_and_failed_workloads_print_as_such(tmp_path: Path, capsy
     assert out[1].split()[:4] == ["GPU-0000aaaa", "mlp", "halves", "40"]
     assert out[1].split()[5:8] == ["-", "-", "-"] and " yes " in out[1] and "50.0" in out[1]
     assert "resnet50" in out[2] and "failed: the replay failed: out of memory" in out[2]
+
+
+def test_the_session_13_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [
+        ROOT / "results" / "h100" / "attribution-s13" / "top-by-energy-GPU-d61dff47",
+        ROOT / "results" / "h200" / "attribution-s13" / "top-by-energy-GPU-339faabf",
+    ]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s13.txt").read_text().splitlines()
+    assert [line.split()[0] for line in got[1:]] == ["GPU-d61dff47"] * 2 + ["GPU-339faabf"] * 2

@@ -28,3 +28,16 @@ def test_a_run_set_with_a_broken_file_is_one_line_exit_2(tmp_path: Path, capsys:
     assert load_bench("top10_table").main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "transformer" in err[0] and str(tmp_path) in err[0]
+
+
+def test_the_session_13_run_sets_print_their_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    sets = [
+        ROOT / "results" / "h100" / "attribution-s13" / "top-by-energy-GPU-d61dff47",
+        ROOT / "results" / "h200" / "attribution-s13" / "top-by-energy-GPU-339faabf",
+    ]
+    assert load_bench("top10_table").main([str(p) for p in sets]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "top10_table_s13.txt").read_text().splitlines()
+    # every row compares ten; the H200's all fall inside their rows' intervals
+    assert [line.split()[2] for line in got[1:]] == ["10"] * 4
+    assert [line.split()[4] for line in got[3:]] == ["10", "10"]
