@@ -3,6 +3,7 @@
 Usage (GPU machine):
     python benchmarks/overhead_interleaved.py [--workloads torch,decode] [--seconds 300] [--toggle-s 10]
         [--gpu 0] [--cpus auto|none|LIST] [--out DIR]
+    python benchmarks/overhead_interleaved.py --summarize RUN.json [RUN.json ...]     (any machine)
 
 Why: benchmarks/bench_run_overhead.py compares separate child processes with and without recording; on the
 lent GPU hosts a workload's speed differs by 5-11 % from one process to the next, so a 3 % target cannot be
@@ -40,6 +41,11 @@ What this does NOT measure: the cost of the injection library being loaded while
 process without it (only comparable across processes: bench_run_overhead.py), and CUPTI's initialisation at
 start-up (before the block). A program traced throughout (the automatic mode never switched to the duty
 cycle) has no untraced loops to compare with: its tracing figure is then UNRESOLVED.
+
+``--summarize`` redoes every figure from saved JSON files (their loops, halves and traced periods), prints them
+as the run did, and checks them against the figures the run saved; then it pools every cycle's sensors change
+over the files into one Hodges-Lehmann estimate, labelled post hoc (pooling runs of different boards and
+workloads was not decided before them).
 
 All raw data (every loop's start and end, the sensors' halves, the traced periods, the figures) go to
 ``--out DIR/overhead_interleaved.json`` (rewritten after each workload). Exit 0 if every figure passes,
@@ -578,6 +584,57 @@ def record_json(name: str, rec: ChildRecord, a: Analysis, cpus: list[int]) -> di
     }
 
 
+def summarize(paths: Sequence[Path]) -> int:
+    """Redo the figures of saved runs; 0 if they match the saved ones, 1 if any differs, 2 on an unreadable file."""
+    pooled: list[float] = []
+    same = True
+    for path in paths:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            runs = {n: w for n, w in doc["workloads"].items() if "loops" in w}
+            redone = {
+                n: analyse(
+                    [(float(a), float(b)) for a, b in w["loops"]],
+                    [((float(on[0]), float(on[1])), (float(off[0]), float(off[1])))
+                     for on, off in zip(w["sensors_on"], w["sensors_off"], strict=True)],
+                    [(float(a), float(b)) for a, b in w["traced"]] if w["traced"] is not None else None,
+                    int(doc.get("k_ref", K_REF)),
+                    float(doc.get("level", LEVEL)),
+                )
+                for n, w in runs.items()
+            }  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"overhead_interleaved: {path}: not a run's JSON ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+            return 2
+        for name, a in redone.items():
+            saved = runs[name]["figures"]
+            match = _close(a.to_json(), saved)
+            same &= match
+            print(f"== {path.name}: {name}, {a.loops} loops, {len(a.sensor_changes)} sensor cycles"
+                  + ("" if match else " (DIFFERS from the figures the run saved)"))  # fmt: skip
+            for line in report_lines(a):
+                print(line)
+            pooled += a.sensor_changes
+    if pooled:
+        pe = bro.paired_estimate(pooled, LEVEL)
+        pct = f"{100 * pe.centre:+.2f} % [{100 * pe.lo:+.2f} .. {100 * pe.hi:+.2f} %]"
+        print(f"sensors, every cycle of these files pooled (post hoc): {pct} "
+              f"(Hodges-Lehmann, signed-rank interval {100 * pe.coverage:.0f} %, n={pe.n} cycles), "
+              f"{interval_verdict(pe.lo, pe.hi)}")  # fmt: skip
+    return 0 if same else 1
+
+
+def _close(a: Any, b: Any) -> bool:
+    """Whether two JSON values agree (numbers to 1e-9 relative)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    return bool(a == b)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"overhead_interleaved: {message}", file=sys.stderr)
@@ -594,10 +651,13 @@ def main(argv: list[str] | None = None) -> int:
         "--cpus", default="auto", help="the child's CPUs (auto: the upper half of this process's; none; a list)"
     )
     ap.add_argument("--out", type=Path, default=None, help=f"write {OUT_NAME} and the traces here")
+    ap.add_argument("--summarize", type=Path, nargs="+", default=None, help="redo the figures of saved JSON files")
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
+    if args.summarize is not None:
+        return summarize(args.summarize)
     names = [w for w in args.workloads.split(",") if w]
     bad = [w for w in names if w not in bro.WORKLOADS]
     problem = None

@@ -247,3 +247,47 @@ def test_the_child_repeats_its_loop_for_block_s(
     # without --block-s: --loops, as before
     assert bro.main(["--child", "fake", "--loops", "3", "--cpus", "none"]) == 0
     assert len(json.loads(capsys.readouterr().out.splitlines()[-1])["stamps_ns"]) == 4
+
+
+SHIPPED = [
+    Path(__file__).resolve().parents[2]
+    / "results"
+    / g
+    / "bench"
+    / "overhead-interleaved-s13"
+    / f"overhead_interleaved-GPU-{b}.json"
+    for g, b in (("h100", "d61dff47"), ("h200", "339faabf"))
+]
+
+
+def test_summarize_redoes_the_shipped_figures_and_pools_the_cycles(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert mod.main(["--summarize", *map(str, SHIPPED)]) == 0
+    out = capsys.readouterr().out
+    assert "DIFFERS" not in out
+    # the docs' figures: the tracing share of each run, and the pooled sensors' change, post hoc
+    for fig in ("+1.02 % [+0.63 .. +1.41 %]", "+1.56 % [+0.88 .. +2.25 %]", "+0.57 % [+0.25 .. +0.90 %]"):
+        assert fig in out
+    assert "pooled (post hoc): +1.98 % [-1.97 .. +6.66 %]" in out and "n=36 cycles" in out
+
+
+def test_summarize_flags_a_saved_figure_the_data_do_not_give(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(SHIPPED[1].read_text())
+    doc["workloads"]["torch"]["figures"]["tracing"]["fraction"]["centre"] = 0.001
+    f = tmp_path / "tampered.json"
+    f.write_text(json.dumps(doc))
+    assert mod.main(["--summarize", str(f)]) == 1
+    assert "DIFFERS" in capsys.readouterr().out
+
+
+def test_summarize_of_a_broken_file_is_one_line_exit_2(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "broken.json"
+    f.write_text('{"workloads": {"torch": {"loops": [[1, 2]]}}}')
+    assert mod.main(["--summarize", str(f)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "broken.json" in err[0]
