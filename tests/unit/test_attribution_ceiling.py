@@ -97,3 +97,13 @@ def test_a_kernel_between_others_may_draw_more_than_the_limit_one_that_fills_the
     assert _bound_rule(AttributionOptions(power_limit_w=400.0)) == "the 400 W limit × 1.05"
     assert sum(r.energy_j for r in by[600.0].rows) == pytest.approx(by[600.0].total_energy_j, rel=1e-9)
     assert all(math.isfinite(v) for v in bounds.values())
+
+
+def test_an_h200_gets_its_own_shipped_ceiling_not_the_h100s() -> None:
+    # session 13: the first H200 burst measurement; before it an H200's rows were bounded by the limit alone
+    c = shipped_burst_ceiling("NVIDIA H200", [ROOT / "results"])
+    h100 = shipped_burst_ceiling("NVIDIA H100 80GB HBM3", [ROOT / "results"])
+    assert c is not None and h100 is not None
+    assert c.uuid.startswith("GPU-339faabf") and c.source.startswith("results/h200/bench/burst-power/")
+    assert 1000.0 < c.power_w < 1100.0 and c.power_w != h100.power_w
+    assert shipped_burst_ceiling("NVIDIA B200", [ROOT / "results"]) is None
