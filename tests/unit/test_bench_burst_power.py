@@ -43,15 +43,18 @@ def test_no_limit_leaves_it_unresolved() -> None:
     assert _load().summarize([{"gemm_w": 900.0}, {"gemm_w": 905.0}], math.nan)["verdict"] == "unresolved"
 
 
-def test_the_shipped_measurements_print_the_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("gpu", "boards"), [("h100", 5), ("h200", 1)])
+def test_the_shipped_measurements_print_the_table_in_the_docs(
+    gpu: str, boards: int, capsys: pytest.CaptureFixture[str]
+) -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    files = sorted((root / "results" / "h100" / "bench" / "burst-power").glob("burst_power-GPU-*.json"))
-    assert len(files) == 5
+    files = sorted((root / "results" / gpu / "bench" / "burst-power").glob("burst_power-GPU-*.json"))
+    assert len(files) == boards
     assert load_bench("burst_table").main([str(f) for f in files]) == 0
     got = capsys.readouterr().out.splitlines()
-    assert got == (root / "docs" / "data" / "burst_table_h100.txt").read_text().splitlines()
+    assert got == (root / "docs" / "data" / f"burst_table_{gpu}.txt").read_text().splitlines()
 
 
 def test_a_file_that_is_no_measurement_is_one_line_exit_2(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -60,14 +63,3 @@ def test_a_file_that_is_no_measurement_is_one_line_exit_2(tmp_path, capsys: pyte
     assert load_bench("burst_table").main([str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(f) in err[0]
-
-
-def test_the_shipped_h200_measurement_prints_its_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    files = sorted((root / "results" / "h200" / "bench" / "burst-power").glob("burst_power-GPU-*.json"))
-    assert len(files) == 1
-    assert load_bench("burst_table").main([str(f) for f in files]) == 0
-    got = capsys.readouterr().out.splitlines()
-    assert got == (root / "docs" / "data" / "burst_table_h200.txt").read_text().splitlines()
