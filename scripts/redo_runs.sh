@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Redo the attributions of run sets on a CPU with the current rules, from their shipped CUPTI traces, each on a copy
 # of its run directory (the redo rewrites it); a log per run beside the runs' own logs,
-# results/<gpu>/bench/attribution-real/redo-<TAG>-<board>-<workload>.log (<gpu>: the set's, results/<gpu>/...), with the redone attribution.json beside it.
+# results/<gpu>/bench/attribution-real/redo-<TAG>-<board>-<workload>.log (<gpu>: the set's, from its path
+# results/<gpu>/...; a set outside results/ counts as h100), with the redone attribution.json beside it.
 #
 #   scripts/redo_runs.sh TAG [REDO_ARGS] -- SET_DIR...     (REDO_ARGS e.g. --no-ceiling: every row bounded by the limit)
 #
@@ -17,9 +18,11 @@ cd "$here"
 py=${PYTHON:-python3}
 tmp=$(mktemp -d)
 if [ "${REFOLD:-0}" = 1 ]; then
-  sets=()
+  sets=(); i=0
   for S in "$@"; do
-    c="$tmp/sets/${S#/}"; mkdir -p "$(dirname "$c")"; cp -r "$S" "$c"  # the path kept: it names the set's GPU
+    # the copy's path keeps results/<gpu>/: it names the set's GPU (below)
+    g=$(echo "$S" | sed -n 's|.*results/\([^/]*\)/.*|\1|p'); i=$((i + 1))
+    c="$tmp/sets/$i/results/${g:-h100}/$(basename "$S")"; mkdir -p "$(dirname "$c")"; cp -r "$S" "$c"
     for w in resnet50 transformer; do
       [ -d "$c/$w-replay" ] || continue
       mv "$c/$w-replay" "$c/$w-replay-recorded"

@@ -181,9 +181,10 @@ def prepare_tracing(
             notes.append(
                 f"tracing: automatic — every kernel until a {AUTO_PROBE_MS / 1e3:g} s window of records shows more "
                 f"than {AUTO_RATE_PER_S:g} kernels/s; then {cycle}, else every kernel throughout. "
-                "Expected cost: CUPTI's duty cycle took 0.6–1.6 % of launch-bound training and decoding loops' "
-                "time, each interval inside 3 % (H100, H200; the sensors' share not resolved; docs/attribution.md, "
-                "session 13); --trace-duty full traces everything (4–16 % for launch-bound programs)"
+                "Expected cost after the start-up probe: the duty cycle took 0.4–2.2 % of the time of a transformer "
+                "training step and a GPT-2 decode loop (one H100, one H200; the sensors' share not resolved, "
+                "docs/attribution.md, session 13); traced throughout, a launch-bound program pays 4–16 % "
+                "(--trace-duty full)"
             )
         else:
             notes.append(f"tracing duty cycle: {cycle}")
