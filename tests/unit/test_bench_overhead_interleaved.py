@@ -322,3 +322,13 @@ def test_summarize_of_a_broken_file_is_one_line_exit_2(
     assert mod.main(["--summarize", str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "broken.json" in err[0]
+
+
+def test_the_guards_held_out_run_reproduces_as_shipped(mod: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    # recorded after GUARD_S was committed (scripts/plan_s13a.sh): analysed with the guard by the run itself
+    f = SHIPPED[0].parent / "overhead_interleaved-GPU-cbb21413.json"
+    assert json.loads(f.read_text())["guard_s"] == mod.GUARD_S
+    assert mod.main(["--summarize", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "DIFFERS" not in out and "redone with" not in out
+    assert "+0.74 % [-0.13 .. +1.62 %]" in out and "+0.52 % [-1.23 .. +2.27 %]" in out
