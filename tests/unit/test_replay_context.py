@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -104,6 +105,13 @@ def test_a_design_too_small_for_every_group_lumps_the_shortest_with_a_note() -> 
     rows = {r.group: r for r in res.rows}
     assert LUMPED in rows and rows[LUMPED].context_j is not None and len(res.design["lumped_groups"]) == 9
     assert rows[LUMPED].nodes_per_step == sum(1 for n in gpu.nodes if n.name in res.design["lumped_groups"])
+    # each configuration's flags are named, with their nodes: the lumped column holds the lumped groups' nodes
+    names, nodes = res.design["factor_names"], res.design["factor_nodes"]
+    assert len(names) == len(nodes) == res.design["factors"] == len(res.design["configs"][0]["on"])
+    assert names[-1] == LUMPED and len(nodes[-1]) == rows[LUMPED].nodes_per_step
+    flat = [i for idx in nodes for i in idx]
+    assert len(flat) == len(set(flat)) and all(isinstance(i, int) for i in flat)
+    assert json.loads(json.dumps(res.design))["factor_names"] == names  # it is stored as it is
     assert any("switched together" in n for n in res.notes)
     assert LUMPED not in {r.group for r in res.kernels}
     with pytest.raises(ValueError, match="at least 7 configurations"):

@@ -209,6 +209,10 @@ def run_context(
     out.lumped = lumped
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s)
     out.summary["kind"] = kind
+    # what each column of a configuration's flags is, and its nodes (their capture order): enough to study the
+    # interactions of neighbouring groups from a shipped replay.json later
+    out.summary["factor_names"] = list(factors)
+    out.summary["factor_nodes"] = [list(map(int, idx)) for idx in cols]
     if kind == "halves":
         out.summary["p_on"] = p_on
         if p_on != 0.5:
