@@ -335,6 +335,20 @@ def verdict(centre: float, limit: float = LIMIT) -> str:
     return "PASS"
 
 
+def interval_verdict(lo: float | None, hi: float | None, limit: float = LIMIT) -> str:
+    """Two-sided, on the whole interval (since session 12): PASS inside ±limit, FAIL at or above +limit, NOISE at
+    or below -limit, UNRESOLVED where it spans a limit (or there is no interval)."""
+    if lo is None or hi is None:
+        return "UNRESOLVED"
+    if -limit < lo <= hi < limit:
+        return "PASS"
+    if lo >= limit:
+        return "FAIL"
+    if hi <= -limit:
+        return "NOISE"
+    return "UNRESOLVED"
+
+
 def spread(xs: list[float]) -> float:
     """(max - min) / median."""
     return (max(xs) - min(xs)) / statistics.median(xs)
@@ -362,10 +376,7 @@ class Figure:
         if not self.ok:
             return "FAIL"
         if self.interval is not None:
-            lo, hi = self.interval
-            if -LIMIT < lo <= hi < LIMIT:
-                return "PASS"
-            return "FAIL" if lo >= LIMIT else "NOISE" if hi <= -LIMIT else "UNRESOLVED"
+            return interval_verdict(*self.interval)
         v = [verdict(c) for c in self._judged()]
         return "FAIL" if "FAIL" in v else "NOISE" if "NOISE" in v else "PASS"
 
