@@ -270,7 +270,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
                               design_kind=a.design_kind, prime=not a.no_prime,
-                              keep_buffers=not a.reuse_buffers, design_p_on=a.design_p_on)  # fmt: skip
+                              keep_buffers=not a.reuse_buffers, design_p_on=a.design_p_on,
+                              design_replicates=a.design_replicates)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
@@ -280,7 +281,10 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
             d = rep.design
             print(f"{name}: design {d.get('configurations')} configurations, c0 {d.get('c0_j')} J, "
                   f"ρ̂ {100 * float(d.get('rho') or 0):.1f} % (95 % bound {100 * float(d.get('rho_up') or 0):.1f} %), "
-                  f"in-step sum vs step {float(d.get('sum_vs_step_pct') or 0):+.2f} %", flush=True)  # fmt: skip
+                  f"in-step sum vs step {float(d.get('sum_vs_step_pct') or 0):+.2f} %"
+                  + (f", {d['replicates']} measured twice: τ {100 * float(d['tau']):.2f} % (bound "
+                     f"{100 * float(d['tau_up']):.2f} %), √E[ρ²] {100 * float(d['rho_fold']):.1f} %"
+                     if d.get("replicates") else ""), flush=True)  # fmt: skip
     except Exception as exc:  # the attribution still runs, with the default priors only
         traceback.print_exc()
         print(f"ERROR {name} replay: {exc!r}; attributing without replay priors", flush=True)
@@ -329,12 +333,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--design", default="auto", help="replay's randomized design: N configurations, auto, or none (isolated only)"
     )
-    ap.add_argument("--design-budget-s", type=float, default=300.0, help="time the design may take per workload")
+    ap.add_argument("--design-budget-s", type=float, default=400.0,
+                    help="time the design may take per workload (300 s until session 14, whose replicates take a "
+                    "fifth of it)")  # fmt: skip
     ap.add_argument("--design-kind", choices=("halves", "prefix"), default="halves",
                     help="random halves of the groups (the default again since session 9), or random prefixes of "
                     "the step (session 8's choice on benchmarks/design_sim.py; on GPU-fc3feaca it left ResNet-50's "
                     "groups unresolved, σ of hundreds of per cent: docs/replay.md)",
                     )  # fmt: skip
+    ap.add_argument("--design-replicates", default="auto",
+                    help="configurations the design measures twice (auto: a fifth of its measurements; 0: none, as "
+                    "before session 14)")  # fmt: skip
     ap.add_argument("--design-p-on", type=float, default=0.5,
                     help="share of the configurations each group is on in (halves design); on "
                     "benchmarks/design_sim.py ½ leaves the most energy within ±15 %% (session 12)")  # fmt: skip
@@ -362,6 +371,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return loop(a.loop, a.seconds or 10.0, a.transformer_batch)
     if a.out is None:
         ap.error("--out DIR is required")
+    if a.design_replicates != "auto":
+        try:
+            a.design_replicates = int(a.design_replicates)
+        except ValueError:
+            ap.error(f"--design-replicates: {a.design_replicates!r} is not a number or auto")
     if a.design == "none":
         a.design = None
     elif a.design != "auto":

@@ -195,10 +195,20 @@ class FakeCall:
 
 class NoisyMeasure:
     """Measures one replay of a FakeGraphGPU as its exact energy plus N(0, σ), σ = ``rel`` · E + ``abs_j``, and
-    reports that σ; each measurement takes ``call_s`` of the fake clock (a real one takes ~0.7 s)."""
+    reports that σ; each measurement takes ``call_s`` of the fake clock (a real one takes ~0.7 s). ``unseen``: a
+    further relative scatter of each measurement, N(0, unseen · E), that the reported σ leaves out (the real
+    replays' τ, replay_design.py)."""
 
-    def __init__(self, gpu: FakeGraphGPU, rel: float = 0.005, abs_j: float = 0.0, seed: int = 0, call_s: float = 0.7):
-        self.gpu, self.rel, self.abs_j, self.call_s = gpu, rel, abs_j, call_s
+    def __init__(
+        self,
+        gpu: FakeGraphGPU,
+        rel: float = 0.005,
+        abs_j: float = 0.0,
+        seed: int = 0,
+        call_s: float = 0.7,
+        unseen: float = 0.0,
+    ):
+        self.gpu, self.rel, self.abs_j, self.call_s, self.unseen = gpu, rel, abs_j, call_s, unseen
         self.rng = np.random.default_rng(seed)
         self.calls = 0
 
@@ -210,7 +220,10 @@ class NoisyMeasure:
         self.calls += 1
         e = self.gpu.replay_j(self.gpu.enabled)
         sd = self.rel * e + self.abs_j
-        return FakeCall(e + float(self.rng.normal(0.0, sd)) if sd > 0 else e, sd, t, e / t if t > 0 else 0.0)
+        got = e + float(self.rng.normal(0.0, sd)) if sd > 0 else e
+        if self.unseen > 0:
+            got += float(self.rng.normal(0.0, self.unseen * e))
+        return FakeCall(got, sd, t, e / t if t > 0 else 0.0)
 
 
 def measure_on(gpu: FakeGraphGPU) -> Any:

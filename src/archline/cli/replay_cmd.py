@@ -63,6 +63,19 @@ def _design_arg(design: str | None) -> int | str | None:
     return n
 
 
+def _replicates_arg(value: str) -> int | str:
+    """``--design-replicates``: ``auto`` or a count ≥ 0 (InputError otherwise)."""
+    if value == "auto":
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        raise InputError(f"--design-replicates must be a number of configurations or 'auto', not {value!r}") from None
+    if n < 0:
+        raise InputError(f"--design-replicates must be 0 or more, not {n}")
+    return n
+
+
 def register(app: typer.Typer) -> None:
     """Add ``archline replay``."""
 
@@ -106,6 +119,14 @@ def register(app: typer.Typer) -> None:
                 "match, docs/replay.md).",
             ),
         ] = 0.5,
+        design_replicates: Annotated[
+            str,
+            typer.Option(
+                "--design-replicates",
+                help="Configurations the design measures twice, to tell one measurement's scatter from the "
+                "neighbour dependence ('auto': a fifth of its measurements; 0: none).",
+            ),
+        ] = "auto",
         no_prime: Annotated[
             bool,
             typer.Option(
@@ -144,6 +165,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--design-p-on must be strictly between 0 and 1, not {design_p_on:g}")
         if design_p_on != 0.5 and design_kind != "halves":
             raise InputError("--design-p-on applies to the halves design only (--design-kind halves)")
+        reps = _replicates_arg(design_replicates)
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run
@@ -152,7 +174,7 @@ def register(app: typer.Typer) -> None:
         res = run_replay(
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
             design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
-            prime=not no_prime, keep_buffers=not reuse_buffers, design_p_on=design_p_on,
+            prime=not no_prime, keep_buffers=not reuse_buffers, design_p_on=design_p_on, design_replicates=reps,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

@@ -144,6 +144,13 @@ def design_text(d: Mapping[str, Any]) -> str:
         f"% against noise {_f(d.get('noise_rms_pct'), '.2f')} %; Σ e + c0 is {_f(d.get('sum_vs_step_pct'), '+.2f')} % "
         f"of the whole step; the whole step predicted from the other configurations is off by "
         f"{_f(d.get('all_on_error_pct'), '+.2f')} %."
+        + (
+            f" {d['replicates']} configurations were measured twice: one measurement scatters by τ = "
+            f"{_f(_pct(d.get('tau')), '.2f')} % of its energy (95 % upper bound {_f(_pct(d.get('tau_up')), '.2f')} %), "
+            "which ρ does not take for a neighbour dependence."
+            if d.get("replicates")
+            else ""
+        )
         + (" Its configurations are random prefixes of the step." if d.get("kind") == "prefix" else "")
         + (
             f" Each group was on in {_f(_pct(d.get('p_on')), '.0f')} % of them; the interval folds ρ for that share "

@@ -29,6 +29,7 @@ from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
 from archline.measurement.attribute.replay_context import (
     ContextResult,
     check_design,
+    check_replicates,
     context_rows,
     run_context,
     set_step,
@@ -334,6 +335,7 @@ def replay_energy(
     design_kind: str = "halves",
     prime: bool = False,
     design_p_on: float = 0.5,
+    design_replicates: int | str | None = None,
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups (by in-step energy where a design ran, else by isolated
     time), and of the rest.
@@ -357,8 +359,13 @@ def replay_energy(
     off, so that switched-off producers' buffers hold a whole step's output (:meth:`_Trials._prime`). Off here by
     default (the fake boards of the CPU tests); :func:`run_replay` turns it on, with ``keep_buffers``: priming
     alone did not help on H100 GPU-66ba516d, with every buffer kept its own it did (docs/replay.md).
+
+    ``design_replicates`` (a count, ``"auto"``: a fifth of the design's measurements, or None): configurations
+    the design measures twice, so that one measurement's own scatter is told apart from the neighbour
+    dependence (replay_context.run_context). Off here by default; :func:`run_replay` measures ``"auto"``.
     """
     check_design(design)
+    check_replicates(design_replicates)
     if design_kind not in DESIGN_KINDS:
         raise ValueError(f"unknown design kind {design_kind!r} ({' or '.join(DESIGN_KINDS)})")
     if top < 1:
@@ -373,7 +380,9 @@ def replay_energy(
         times = _time_groups(t, plan, clock, timing_replays)
         ctx = None
         if design is not None:
-            ctx = _run_design(t, plan, times, design, design_seed, design_budget_s, design_kind, design_p_on)
+            ctx = _run_design(
+                t, plan, times, design, design_seed, design_budget_s, design_kind, design_p_on, design_replicates
+            )
         chosen, by = _choose(plan, times, ctx, top)
         others = [i for g in plan.measurable if g not in chosen for i in plan.groups[g]]
         passes = [_measure_repeat(t, plan, chosen, others, marginal) for _ in range(repeats)]
@@ -428,7 +437,7 @@ def replay_energy(
 
 def _run_design(
     t: _Trials, plan: _Plan, times: Mapping[str, float], design: int | str, seed: int | None,
-    budget_s: float | None, kind: str, p_on: float,
+    budget_s: float | None, kind: str, p_on: float, replicates: int | str | None = None,
 ) -> ContextResult:  # fmt: skip
     """Every measurable group's energy inside the step, by a randomized design (replay_context.py). Factors are
     ordered longest first, then by node count (a design too small for every group lumps the last): on the H100 runs
@@ -437,7 +446,7 @@ def _run_design(
     groups = {g: plan.groups[g] for g in names}
     return run_context(
         lambda nodes: t.run("[design]", "design", nodes), groups, plan.base, t.clock, design=design, seed=seed,
-        budget_s=budget_s, kind=kind, p_on=p_on,
+        budget_s=budget_s, kind=kind, p_on=p_on, replicates=replicates,
     )  # fmt: skip
 
 
@@ -523,6 +532,7 @@ def run_replay(
     prime: bool = True,
     keep_buffers: bool = True,
     design_p_on: float = 0.5,
+    design_replicates: int | str | None = "auto",
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -536,7 +546,9 @@ def run_replay(
     step shares memory with another (hw/graph.py); ``prime``: one unmeasured whole step before every replay with
     nodes switched off (:func:`replay_energy`). Both are on by default since session 9: on H100 GPU-f641ab6c
     they took a transformer training step's random halves from 9 of 20 ending non-finite (primed alone) to 0,
-    and its design to ρ̂ 5.2 %, Σ e + c0 +2.1 % of the step (docs/replay.md).
+    and its design to ρ̂ 5.2 %, Σ e + c0 +2.1 % of the step (docs/replay.md). ``design_replicates``: configurations
+    measured twice (``"auto"``, the default since session 14: a fifth of the design's measurements; 0 or None:
+    none, as before).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -562,7 +574,7 @@ def run_replay(
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
             on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
-            design_kind=design_kind, prime=prime, design_p_on=design_p_on,
+            design_kind=design_kind, prime=prime, design_p_on=design_p_on, design_replicates=design_replicates,
         )  # fmt: skip
         res.notes += graph.notes
         res.kept_buffers = graph.kept_buffers

@@ -39,7 +39,13 @@ import numpy as np
 
 from archline.core.readings import Clock
 from archline.hw.graph_nodes import SwitchError
-from archline.measurement.attribute.replay_design import MIN_RESIDUAL_DOF, DesignFit, draw_design, fit_design
+from archline.measurement.attribute.replay_design import (
+    MIN_RESIDUAL_DOF,
+    DesignFit,
+    Repeat,
+    draw_design,
+    fit_design,
+)
 from archline.measurement.attribute.replay_result import FIXED, LUMPED, PINNED, REST, ReplayRow
 from archline.measurement.attribute.replay_stats import Energy
 
@@ -49,10 +55,12 @@ __all__ = [
     "AUTO_MIN",
     "ContextResult",
     "check_design",
+    "check_replicates",
     "context_rows",
     "design_size",
     "fold_sigma",
     "prefix_rows",
+    "replicate_count",
     "run_context",
     "set_step",
 ]
@@ -75,6 +83,30 @@ def fold_sigma(e: float, se: float, rho: float, typical: float, p_on: float = 0.
     """A design's in-step energy's σ with the neighbour dependence folded in (module docstring): ``typical`` is
     ⟨e²⟩, ``p_on`` the share of configurations each factor is on in."""
     return math.sqrt(se**2 + rho**2 * (e**2 / p_on + p_on * typical / (1.0 - p_on) ** 2))
+
+
+#: ``replicates="auto"``: this share of a design's measurements are second measurements of its configurations.
+AUTO_REPLICATE_SHARE = 0.2
+#: ``replicates="auto"`` measures at least this many configurations twice.
+AUTO_REPLICATES_MIN = 8
+
+
+def check_replicates(replicates: int | str | None) -> None:
+    """ValueError for replicates that are neither None, ``"auto"`` nor a count ≥ 0."""
+    if replicates is None or replicates == "auto":
+        return
+    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 0:
+        raise ValueError(f"replicates must be a number of configurations (0 or more) or 'auto', not {replicates!r}")
+
+
+def replicate_count(replicates: int | str | None, total: int) -> int:
+    """Of ``total`` measurements a design may make, how many are second measurements: the number given, or for
+    ``"auto"`` a fifth (at least :data:`AUTO_REPLICATES_MIN`)."""
+    if replicates is None:
+        return 0
+    if replicates == "auto":
+        return max(AUTO_REPLICATES_MIN, math.ceil(AUTO_REPLICATE_SHARE * total))
+    return int(replicates)
 
 
 def check_design(design: int | str | None) -> None:
@@ -128,6 +160,7 @@ def run_context(
     budget_s: float | None = None,
     kind: str = "halves",
     p_on: float = 0.5,
+    replicates: int | str | None = None,
 ) -> ContextResult:
     """Measure a randomized design of the ``groups`` (name → node indices, longest first) and fit it.
 
@@ -140,6 +173,11 @@ def run_context(
     ``budget_s`` allows (fewer than asked: a note; too few for every group: the shortest are lumped).
     Σ e + c0 is checked against the design's own whole-step configuration; :func:`set_step` checks it against
     the whole step measured apart.
+
+    ``replicates`` (a count, ``"auto"`` or None): that many configurations, the whole step and others drawn at
+    random, are measured a second time after all the others, in random order, so that the fit can tell a
+    measurement's own scatter (τ) from the neighbour dependence ρ (replay_design). They count in the budget:
+    with ``"auto"`` a fifth of the measurements the design makes.
     """
     out = ContextResult()
     if not groups:
@@ -155,15 +193,19 @@ def run_context(
         out.notes.append(f"design skipped: switching failed ({exc})")
         return out
     per_s = (clock.now_s() - t0) / 2
+    reps = replicate_count(replicates, round(asked / (1 - AUTO_REPLICATE_SHARE)))  # "auto": a fifth of all
     n = asked
     if budget_s is not None and per_s > 0:
         allowed = 2 + int(max(budget_s - 2 * per_s, 0.0) // per_s)
-        if allowed < asked:
-            n = allowed
+        if allowed < asked + reps:
+            reps = min(reps, replicate_count(replicates, allowed))
+            n = allowed - reps
             out.notes.append(
-                f"design reduced from {asked} to {n} configurations to stay within its budget of {budget_s:g} s "
-                f"(≈ {per_s:.3g} s per configuration)"
+                f"design reduced from {asked} to {n} configurations"
+                + (f" and {reps} measured twice" if reps else "")
+                + f" to stay within its budget of {budget_s:g} s (≈ {per_s:.3g} s per configuration)"
             )
+    reps = min(reps, n)
     if n < MIN_CONFIGS:
         out.notes.append(f"design skipped: {n} configurations, fewer than the {MIN_CONFIGS} it needs")
         return out
@@ -196,8 +238,20 @@ def run_context(
             out.notes.append(f"design stopped after {len(measured)} configurations: switching failed ({exc})")
             break
     x = x[: len(measured)]
+    again: list[tuple[int, Energy]] = []
+    if reps and len(measured) == n:
+        rows = [0, *(int(i) + 1 for i in rng.choice(n - 1, size=reps - 1, replace=False))] if reps > 1 else [0]
+        enabled_of = [every, list(base), *configs]
+        for row in rng.permutation(np.asarray(rows)):
+            nodes = enabled_of[int(row)] if int(row) < 2 else list(base) + enabled_of[int(row)]
+            try:
+                again.append((int(row), run(nodes)))
+            except SwitchError as exc:
+                out.notes.append(f"replicates stopped after {len(again)}: switching failed ({exc})")
+                break
+    repeats = [Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j)]
     try:
-        fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured])
+        fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats)
     except ValueError as exc:
         out.notes.append(f"design not fitted: {exc}")
         return out
@@ -209,6 +263,11 @@ def run_context(
     out.lumped = lumped
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s)
     out.summary["kind"] = kind
+    if again:
+        out.summary["repeats"] = [
+            {"row": row, "energy_j": m.energy_j, "sigma_j": m.sigma_j, "time_s": m.time_s, "nonfinite": m.nonfinite}
+            for row, m in again
+        ]
     # what each column of a configuration's flags is, and its nodes (their capture order): enough to study the
     # interactions of neighbouring groups from a shipped replay.json later
     out.summary["factor_names"] = list(factors)
@@ -375,6 +434,13 @@ def _note(s: Mapping[str, Any]) -> str:
         f"residual RMS {s['residual_rms_pct']:.2f} % (noise {s['noise_rms_pct']:.2f} %); Σ e + c0 is "
         f"{s['sum_vs_step_pct']:+.2f} % of the whole step; the whole step predicted from the other "
         f"configurations is off by {s['all_on_error_pct']:+.2f} %"
+        + (
+            f"; {s['replicates']} configurations measured twice: one measurement scatters by τ = "
+            f"{100 * s['tau']:.2f} % of its energy (95 % upper bound {100 * s['tau_up']:.2f} %; the replicates' RMS "
+            f"{s['replicate_rms_pct']:.2f} %), which ρ no longer takes for a neighbour dependence"
+            if s.get("replicates")
+            else ""
+        )
         + (
             f"; {s['nonfinite_configs']} of {s['configurations']} configurations ended a repetition with the "
             "step's state non-finite (kernels computing on NaN for part of it; each configuration's count is "

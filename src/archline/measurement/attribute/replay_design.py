@@ -12,6 +12,21 @@ have the variance ``σ_S² + ρ² Σ_{g∈S} e_g²``, each present group's energ
 the residuals, so the fit's own degrees of freedom do not bias it low) on a grid, with a
 one-sided 95 % upper bound from the profile (largest ρ with 2Δℓ ≤ 2.706), and √E[ρ²] over that likelihood
 with a flat prior (``rho_fold``), which the in-step energies' intervals fold in.
+
+**Replicates (session 14).** ρ above takes every misfit beyond σ_S for a neighbour dependence. A configuration
+measured twice tells how far one replay's energy moves between two measurements of the same configuration
+(the temperature, the clocks, whatever the phase-shifted repetitions inside one measurement do not see): each
+measurement is taken to carry a further relative noise τ, variance τ² E², which a replicate does not share,
+while a neighbour dependence repeats with its configuration. Given replicates (``repeats``), each configuration
+is fitted by the mean of its measurements, and ρ and τ are estimated together: the REML likelihood of the means
+with variance σ̄_S² + τ² ⟨E²⟩/k + ρ² Σ e_g², times the likelihood of the replicates' differences,
+N(0, σ_1² + σ_2² + τ² (E_1² + E_2²)), on a grid of (τ, ρ). ρ̂ and its bound come from the profile over τ,
+``rho_fold`` from ρ's marginal over τ (flat priors). Why: the shipped transformer designs of sessions 9–13
+each measured the whole step twice (the design's first configuration, and the step measured minutes later);
+the two differ by up to 2.8 % where their combined σ is 0.34–0.57 % (1.83 % on the H200), and the ten pairs
+give τ̂ = 1.00 % (95 % bound 1.50 %); with τ at that value the designs' √E[ρ²] falls from 4.2–5.3 % to
+1.9–3.9 % (benchmarks/design_replicates.py, docs/data/design_replicates_s14.txt; post hoc: it chose the rule,
+a held-out run scores it). Without replicates τ is 0, as before.
 """
 
 from __future__ import annotations
@@ -26,12 +41,25 @@ from numpy.typing import NDArray
 
 from archline.measurement.attribute.prior_marginal import ONE_SIDED_95
 
-__all__ = ["MIN_RESIDUAL_DOF", "RHO_GRID", "DesignFit", "draw_design", "fit_design", "rho_profile"]
+__all__ = [
+    "MIN_RESIDUAL_DOF",
+    "RHO_GRID",
+    "TAU_GRID",
+    "DesignFit",
+    "Repeat",
+    "draw_design",
+    "fit_design",
+    "rho_profile",
+    "rho_tau_profile",
+]
 
 #: Residual degrees of freedom a design keeps beyond its parameters (c0 and one energy per factor).
 MIN_RESIDUAL_DOF = 5
 #: The ρ values the likelihood is evaluated at (0 … 100 %, by 0.1 %).
 RHO_GRID = np.linspace(0.0, 1.0, 1001)
+#: The per-measurement relative noise values τ the likelihood is evaluated at when there are replicates
+#: (0 … 5 %, by 0.25 %).
+TAU_GRID = np.linspace(0.0, 0.05, 21)
 
 Array = NDArray[np.float64]
 
@@ -93,6 +121,51 @@ def rho_profile(x: NDArray[Any], y: Array, sigma: Array, e: Array, grid: Array =
     return out
 
 
+def _diff_loglik(d: Array, sd2: Array, yy: Array, grid: Array) -> Array:
+    """The log-likelihood of replicate differences ``d`` (variance ``sd2 + τ² yy``) at each τ of ``grid``."""
+    v = sd2[None, :] + np.square(grid)[:, None] * yy[None, :]
+    return np.asarray(-0.5 * np.sum(np.log(v) + np.square(d)[None, :] / v, axis=1), np.float64)
+
+
+def rho_tau_profile(
+    x: NDArray[Any],
+    y: Array,
+    sigma: Array,
+    e: Array,
+    ysq: Array,
+    k: Array,
+    diff: Array,
+    diff_sd2: Array,
+    diff_yy: Array,
+    rho_grid: Array = RHO_GRID,
+    tau_grid: Array = TAU_GRID,
+) -> Array:
+    """The joint log-likelihood on (τ, ρ): REML of the configurations' means ``y`` (σ ``sigma`` of the mean,
+    ``ysq`` the mean of the squared measured energies, ``k`` measurements each) with variance
+    σ² + τ²·ysq/k + ρ²·Σ e², plus the replicates' differences (``diff`` with variance ``diff_sd2 + τ² diff_yy``).
+    Rows of the result follow ``tau_grid``, columns ``rho_grid``."""
+    a = _model_matrix(x)
+    load = np.square(x.astype(np.float64)) @ (e**2)
+    out = np.empty((len(tau_grid), len(rho_grid)))
+    for i, tau in enumerate(tau_grid):
+        base = sigma**2 + tau**2 * ysq / k
+        for j, rho in enumerate(rho_grid):
+            v = base + rho**2 * load
+            _, cov, r = _gls(a, y, v)
+            _, logdet_cov = np.linalg.slogdet(cov)
+            out[i, j] = -0.5 * (float(np.sum(np.log(v))) + float(np.sum(r**2 / v)) - logdet_cov)
+    return out + _diff_loglik(diff, diff_sd2, diff_yy, tau_grid)[:, None]
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """A second measurement of configuration ``row`` of a design (J, 1 σ)."""
+
+    row: int
+    energy_j: float
+    sigma_j: float
+
+
 @dataclass(frozen=True)
 class DesignFit:
     """The additive fit of a design: ``c0`` and each factor's energy (J per replay) with 1 σ (the fit's
@@ -116,6 +189,13 @@ class DesignFit:
     all_on_j: float
     all_on_loo_j: float
     all_on_loo_se_j: float
+    #: Configurations measured twice, and the per-measurement relative noise τ they give (τ̂, its one-sided 95 %
+    #: bound): 0 and NaN without replicates.
+    replicates: int = 0
+    tau: float = math.nan
+    tau_up: float = math.nan
+    #: RMS of the replicates' relative differences over √2: one measurement's scatter (NaN without).
+    replicate_rms_pct: float = math.nan
 
     @property
     def all_on_error_pct(self) -> float:
@@ -139,22 +219,64 @@ class DesignFit:
             "all_on_predicted_j": self.all_on_loo_j,
             "all_on_predicted_se_j": self.all_on_loo_se_j,
             "all_on_error_pct": self.all_on_error_pct,
-        }
+            **(
+                {"replicates": self.replicates, "tau": self.tau, "tau_up": self.tau_up,
+                 "replicate_rms_pct": self.replicate_rms_pct}
+                if self.replicates
+                else {}
+            ),
+        }  # fmt: skip
 
 
-def fit_design(x: NDArray[Any], energy_j: Sequence[float], sigma_j: Sequence[float]) -> DesignFit:
+def _bound(ll: Array, grid: Array) -> tuple[float, float]:
+    """The grid's maximum-likelihood value and its one-sided 95 % upper bound from a profile ``ll``."""
+    k = int(np.argmax(ll))
+    inside = np.nonzero(2.0 * (ll[k] - ll) <= ONE_SIDED_95)[0]
+    return float(grid[k]), float(grid[int(inside.max())])
+
+
+def _fold(ll: Array) -> float:
+    """√E[ρ²] over a likelihood on :data:`RHO_GRID` (flat prior)."""
+    post = np.exp(ll - ll.max())
+    return math.sqrt(float(np.sum(post * RHO_GRID**2) / np.sum(post)))
+
+
+def fit_design(
+    x: NDArray[Any],
+    energy_j: Sequence[float],
+    sigma_j: Sequence[float],
+    repeats: Sequence[Repeat] = (),
+) -> DesignFit:
     """Fit ``E(S) = c0 + Σ x_g e_g`` to the configurations ``x`` (rows; row 0 must be all on) and their
     measured energies with 1 σ; ValueError where the design cannot be fitted. ``x`` holds on/off flags, or
-    each factor's share of its nodes enabled (a prefix design, replay_context.prefix_rows)."""
-    y = np.asarray(energy_j, dtype=np.float64)
-    s = np.asarray(sigma_j, dtype=np.float64)
-    if x.shape[0] != len(y) or len(y) != len(s):
+    each factor's share of its nodes enabled (a prefix design, replay_context.prefix_rows). ``repeats``: second
+    measurements of some rows (at most one each); a row is then fitted by its measurements' mean and ρ is
+    estimated beside a per-measurement noise τ (module docstring)."""
+    y1 = np.asarray(energy_j, dtype=np.float64)
+    s1 = np.asarray(sigma_j, dtype=np.float64)
+    if x.shape[0] != len(y1) or len(y1) != len(s1):
         raise ValueError("one energy and one σ per configuration")
-    if not (np.all(np.isfinite(y)) and np.all(np.isfinite(s))):
+    if not (np.all(np.isfinite(y1)) and np.all(np.isfinite(s1))):
         raise ValueError("every configuration needs a finite energy and σ")
     if not np.all(np.asarray(x[0], np.float64) == 1.0):
         raise ValueError("the design's first configuration must be the whole step (all on)")
-    s = np.maximum(s, 1e-9 * max(float(np.max(np.abs(y))), 1e-30))  # a σ of 0 would give infinite weight
+    floor = 1e-9 * max(float(np.max(np.abs(y1))), 1e-30)
+    s1 = np.maximum(s1, floor)  # a σ of 0 would give infinite weight
+    rows = [r.row for r in repeats]
+    if len(set(rows)) != len(rows) or any(not 0 <= r < len(y1) for r in rows):
+        raise ValueError("each repeat must name a different configuration of the design")
+    if not all(math.isfinite(r.energy_j) and math.isfinite(r.sigma_j) for r in repeats):
+        raise ValueError("every repeat needs a finite energy and σ")
+    k = np.ones(len(y1))
+    y, s, ysq = y1.copy(), s1.copy(), y1**2
+    idx = np.asarray(rows, dtype=np.int64)
+    y2 = np.asarray([r.energy_j for r in repeats], np.float64)
+    s2 = np.maximum(np.asarray([r.sigma_j for r in repeats], np.float64), floor)
+    if len(idx):
+        k[idx] = 2.0
+        y[idx] = (y1[idx] + y2) / 2.0
+        s[idx] = np.sqrt(s1[idx] ** 2 + s2**2) / 2.0
+        ysq[idx] = (y1[idx] ** 2 + y2**2) / 2.0
     a = _model_matrix(x)
     n, p = a.shape
     if n - p < 1 or np.linalg.matrix_rank(a) < p:
@@ -164,12 +286,20 @@ def fit_design(x: NDArray[Any], energy_j: Sequence[float], sigma_j: Sequence[flo
     chi2_red = float(np.sum((r / s) ** 2)) / dof
     scale = max(1.0, chi2_red)
     se = np.sqrt(np.diag(cov) * scale)
-    ll = rho_profile(x, y, s, beta[1:])
-    k = int(np.argmax(ll))
-    inside = np.nonzero(2.0 * (ll[k] - ll) <= ONE_SIDED_95)[0]
-    rho_up = float(RHO_GRID[int(inside.max())])
-    post = np.exp(ll - ll.max())
-    rho_fold = math.sqrt(float(np.sum(post * RHO_GRID**2) / np.sum(post)))
+    tau = tau_up = rep_rms = math.nan
+    if len(idx):
+        ll2 = rho_tau_profile(x, y, s, beta[1:], ysq, k, y1[idx] - y2, s1[idx] ** 2 + s2**2, y1[idx] ** 2 + y2**2)
+        ll = ll2.max(axis=0)  # ρ's profile over τ
+        rho, rho_up = _bound(ll, RHO_GRID)
+        tau, tau_up = _bound(ll2.max(axis=1), TAU_GRID)
+        m = ll2.max()
+        rho_fold = _fold(m + np.log(np.sum(np.exp(ll2 - m), axis=0)))  # ρ's marginal over τ
+        rel = (y1[idx] - y2) / ((y1[idx] + y2) / 2.0)
+        rep_rms = float(np.sqrt(np.mean(rel**2) / 2.0)) * 100.0
+    else:
+        ll = rho_profile(x, y, s, beta[1:])
+        rho, rho_up = _bound(ll, RHO_GRID)
+        rho_fold = _fold(ll)
     # Leave the whole step out: its prediction from the other configurations (hat matrix of the weighted fit).
     h0 = float(a[0] @ cov @ a[0]) / s[0] ** 2
     pred0 = y[0] - r[0] / (1.0 - h0) if h0 < 1.0 - 1e-12 else math.nan
@@ -182,7 +312,7 @@ def fit_design(x: NDArray[Any], energy_j: Sequence[float], sigma_j: Sequence[flo
         energy_se_j=tuple(float(v) for v in se[1:]),
         chi2_red=chi2_red,
         dof=dof,
-        rho=float(RHO_GRID[k]),
+        rho=rho,
         rho_up=rho_up,
         rho_fold=rho_fold,
         residual_rms_pct=float(np.sqrt(np.mean(r**2)) / np.mean(y)) * 100.0,
@@ -192,4 +322,8 @@ def fit_design(x: NDArray[Any], energy_j: Sequence[float], sigma_j: Sequence[flo
         all_on_j=float(y[0]),
         all_on_loo_j=float(pred0),
         all_on_loo_se_j=pred0_se,
+        replicates=len(idx),
+        tau=tau,
+        tau_up=tau_up,
+        replicate_rms_pct=rep_rms,
     )
