@@ -10,10 +10,11 @@ scatter of one measurement that its σ leaves out, pooled over the directories b
 then refitted with τ at that pooled value (replay_design.rho_tau_profile) beside ρ as recorded (τ = 0). A design
 with replicates (session 14 on) also prints its own τ.
 
-Printed: one line per design (the pair's difference in % and its σ in %, √E[ρ²] at τ = 0 and at the pooled τ,
-its own τ where it has replicates), then the pooled τ with its one-sided 95 % bound. Post hoc: it used the
-designs that showed ρ, so it chose the rule (replicates, ``archline replay --design-replicates``); it does not
-score it. A directory without a design is one line and exit 2.
+Printed: one line per design (the pair's difference in % and its σ in %, √E[ρ²] at τ = 0 from each configuration's
+first measurement and at the pooled τ; where it has replicates, its own τ with its bound, the replicates' RMS
+relative difference over √2, and √E[ρ²] as recorded, with them), then the pooled τ with its one-sided 95 % bound.
+Post hoc on the designs that showed ρ, it chose the rule (replicates, ``archline replay --design-replicates``);
+it does not score it. A directory without a design is one line and exit 2.
 """
 
 from __future__ import annotations
@@ -29,7 +30,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 F64 = NDArray[np.float64]
-HEAD = "replay                                          pair diff  its σ  √E[ρ²] τ=0  at pooled τ  own τ"
+HEAD = (
+    "replay                                          pair diff  its σ  √E[ρ²] τ=0  at pooled τ  own τ (bound)  "
+    "rep. RMS  with own"
+)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -45,7 +49,7 @@ def load(path: Path) -> dict[str, Any]:
         "s": np.array([float(c["sigma_j"]) for c in cfgs]),
         "pair": (float(cfgs[0]["energy_j"]), float(cfgs[0]["sigma_j"]),
                  float(doc["step_energy_j"]), float(doc["step_sigma_j"])),
-        "own_tau": d.get("tau") if d.get("replicates") else None,
+        "own": (d["tau"], d["tau_up"], d["replicate_rms_pct"], d["rho_fold"]) if d.get("replicates") else None,
     }  # fmt: skip
 
 
@@ -88,12 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     lines = [HEAD]
     for p, d in designs:
         e1, s1, e2, s2 = d["pair"]
-        own = "-" if d["own_tau"] is None else f"{100 * float(d['own_tau']):.2f}%"
+        own = "             -         -         -"
+        if d["own"] is not None:
+            t, t_up, rms, fold = (float(v) for v in d["own"])
+            own = f"{100 * t:5.2f} ({100 * t_up:4.2f})% {rms:8.2f}% {100 * fold:8.1f}%"
         name = f"{p.parent.name[-12:]}/{p.name}"
         before, after = (100 * rho_fold_at(d["x"], d["y"], d["s"], t) for t in (0.0, tau))
         lines.append(
             f"{name:46s} {100 * (e1 / e2 - 1):+9.2f}% {100 * math.hypot(s1, s2) / e2:5.2f}% {before:10.1f}% "
-            f"{after:11.1f}% {own:>6s}"
+            f"{after:11.1f}% {own}"
         )
     lines.append(f"pooled τ over {len(designs)} pairs: {100 * tau:.2f} % (95 % upper bound {100 * tau_up:.2f} %)")
     print("\n".join(lines))

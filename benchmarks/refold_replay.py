@@ -6,7 +6,10 @@ For post-hoc comparisons of the fold on replays recorded before it changed: the 
 ``replay.json``'s configurations (the same arithmetic, so the same in-step energies), each row's
 ``context_sigma_j`` in ``replay.csv`` is refolded with the refit's ``rho_fold``, and the design summary gains
 ``rho_fold`` and the current fold's text. The copy is then a replay as this archline would have written it
-(e.g. for ``benchmarks/redo_attribution.py --prior-replay OUT_DIR``). Bad input: one line, exit 2.
+(e.g. for ``benchmarks/redo_attribution.py --prior-replay OUT_DIR``). A design with replicates (session 14) is
+refitted with them, as archline fits it; ``--no-replicates`` refits it from each configuration's first
+measurement alone, as archline before session 14 would have, and rewrites the in-step energies too (the
+counterfactual of a held-out run: what the replicates changed). Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -22,16 +25,41 @@ from typing import Any
 import numpy as np
 
 
-def refold(design: dict[str, Any], rows: list[dict[str, str]]) -> tuple[dict[str, Any], list[dict[str, str]], int]:
+def refold(
+    design: dict[str, Any], rows: list[dict[str, str]], replicates: bool = True
+) -> tuple[dict[str, Any], list[dict[str, str]], int]:
     """The design summary and rows with the current fold; how many rows were refolded. ValueError where a row's
-    in-step energy matches no refitted factor (a design refitted differently)."""
+    in-step energy matches no refitted factor (a design refitted differently). ``replicates=False``: refit from the
+    first measurements alone and rewrite the rows' in-step energies (matched by the design's factor names)."""
     from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma
-    from archline.measurement.attribute.replay_design import fit_design
+    from archline.measurement.attribute.replay_design import Repeat, fit_design
 
     configs = design["configs"]
     x = np.asarray([[float(ch == "1") for ch in c["on"]] if isinstance(c["on"], str) else c["on"] for c in configs])
-    fit = fit_design(x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs])
+    reps = [Repeat(int(r["row"]), float(r["energy_j"]), float(r["sigma_j"])) for r in design.get("repeats") or []]
+    reps = [r for r in reps if np.isfinite(r.energy_j)]
+    fit = fit_design(x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs], reps if replicates else ())
     e = np.asarray(fit.energy_j)
+    if not replicates and reps:
+        names = design.get("factor_names")
+        if not isinstance(names, list) or len(names) != len(e):
+            raise ValueError("a design with replicates but without factor names cannot be refitted without them")
+        at = {str(g): j for j, g in enumerate(names)}
+        typical = float(np.mean(e**2))
+        p = float(design.get("p_on", 0.5)) if design.get("kind", "halves") == "halves" else 0.5
+        out, n = [], 0
+        for r in rows:
+            j = at.get(r.get("group", ""))
+            if j is None or r.get("context_j", "") in ("", None):
+                out.append(r)
+                continue
+            sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p)
+            out.append({**r, "context_j": repr(float(e[j])), "context_sigma_j": repr(sd)})
+            n += 1
+        kept = {k: v for k, v in design.items() if k not in ("repeats", "replicates", "tau", "tau_up",
+                                                              "replicate_rms_pct")}  # fmt: skip
+        summary = {**kept, **fit.summary(), "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}
+        return summary, out, n
     typical = float(np.mean(e**2))
     p = float(design.get("p_on", 0.5)) if design.get("kind", "halves") == "halves" else 0.5
     out, n = [], 0
@@ -54,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("replay_dir", type=Path)
     ap.add_argument("out_dir", type=Path)
+    ap.add_argument("--no-replicates", action="store_true", help="refit from each configuration's first measurement")
     a = ap.parse_args(argv)
     try:
         summary = json.loads((a.replay_dir / "replay.json").read_text())
@@ -63,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         design = summary.get("design")
         if not isinstance(design, dict) or not design.get("configs"):
             raise ValueError("no randomized design to refold")
-        new_design, new_rows, n = refold(design, rows)
+        new_design, new_rows, n = refold(design, rows, replicates=not a.no_replicates)
     except (OSError, ValueError, KeyError) as exc:
         print(f"refold_replay: {a.replay_dir}: {exc}", file=sys.stderr)
         return 2
@@ -77,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writeheader()
         w.writerows(new_rows)
     print(f"{a.out_dir}: {n} rows refolded with √E[ρ²] = {100 * new_design['rho_fold']:.2f} % "
-          f"(ρ̂ {100 * design['rho']:.1f} %, bound {100 * design['rho_up']:.1f} %)")  # fmt: skip
+          f"(ρ̂ {100 * new_design['rho']:.1f} %, bound {100 * new_design['rho_up']:.1f} %)")  # fmt: skip
     return 0
 
 

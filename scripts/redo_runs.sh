@@ -7,7 +7,8 @@
 #   scripts/redo_runs.sh TAG [REDO_ARGS] -- SET_DIR...     (REDO_ARGS e.g. --no-ceiling: every row bounded by the limit)
 #
 # REFOLD=1 first refolds each set's replays (in a copy) as archline folds them now, √E[ρ²] since session 12
-# (benchmarks/refold_replay.py): post hoc, for replays recorded with the 95 % bound folded in.
+# (benchmarks/refold_replay.py): post hoc, for replays recorded with the 95 % bound folded in. REFOLD_ARGS go to
+# refold_replay.py (--no-replicates: a session-14 replay refitted without its replicates).
 set -eu
 tag=${1:?name the redo}; shift
 args=()
@@ -26,7 +27,7 @@ if [ "${REFOLD:-0}" = 1 ]; then
     for w in resnet50 transformer; do
       [ -d "$c/$w-replay" ] || continue
       mv "$c/$w-replay" "$c/$w-replay-recorded"
-      "$py" benchmarks/refold_replay.py "$c/$w-replay-recorded" "$c/$w-replay"
+      "$py" benchmarks/refold_replay.py "$c/$w-replay-recorded" "$c/$w-replay" ${REFOLD_ARGS:-}
     done
     sets+=("$c")
   done

@@ -103,3 +103,13 @@ def test_the_session_13_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s13.txt").read_text().splitlines()
     assert [line.split()[0] for line in got[1:]] == ["GPU-d61dff47"] * 2 + ["GPU-339faabf"] * 2
+
+
+def test_the_session_14_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [
+        ROOT / "results" / "h100" / "attribution-s14" / "replicates-GPU-5752653f",
+        ROOT / "results" / "h200" / "attribution-s14" / "replicates-GPU-07aac0c1",
+    ]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s14.txt").read_text().splitlines()

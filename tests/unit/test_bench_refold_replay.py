@@ -74,3 +74,30 @@ def test_no_design_or_an_existing_output_is_one_line_exit_2(tmp_path: Path, caps
     src, _ = _replay_dir(tmp_path)
     assert mod.main([str(src), str(tmp_path / "r")]) == 2
     assert "exists" in capsys.readouterr().err
+
+
+def test_a_replay_with_replicates_is_reproduced_and_refitted_without_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The shipped session-14 H100 transformer replay: refolded as recorded it is unchanged; without its replicates
+    its in-step energies and ρ are those of a fit of the first measurements alone."""
+    import numpy as np
+
+    from archline.measurement.attribute.replay_design import fit_design
+
+    root = Path(__file__).resolve().parents[2]
+    src = root / "results/h100/attribution-s14/replicates-GPU-5752653f/transformer-replay"
+    mod = load_bench("refold_replay")
+    assert mod.main([str(src), str(tmp_path / "same")]) == 0
+    assert _sigmas(tmp_path / "same") == pytest.approx(_sigmas(src), rel=1e-9)
+    assert mod.main([str(src), str(tmp_path / "without"), "--no-replicates"]) == 0
+    d = json.loads((src / "replay.json").read_text())["design"]
+    x = np.asarray([[float(ch == "1") for ch in c["on"]] for c in d["configs"]])
+    fit = fit_design(x, [c["energy_j"] for c in d["configs"]], [c["sigma_j"] for c in d["configs"]])
+    new = json.loads((tmp_path / "without" / "replay.json").read_text())["design"]
+    assert "repeats" not in new and "tau" not in new and new["rho_fold"] == pytest.approx(fit.rho_fold)
+    assert new["rho_fold"] > d["rho_fold"]  # the replicates took τ out of ρ on this board
+    with (tmp_path / "without" / "replay.csv").open(newline="") as f:
+        got = {r["group"]: float(r["context_j"]) for r in csv.DictReader(f) if r["context_j"]}
+    want = dict(zip(d["factor_names"], fit.energy_j, strict=True))
+    assert got and all(got[g] == pytest.approx(want[g], rel=1e-9) for g in got)

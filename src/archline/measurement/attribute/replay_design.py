@@ -107,18 +107,30 @@ def _gls(a: Array, y: Array, v: Array) -> tuple[Array, Array, Array]:
     return beta, cov, y - a @ beta
 
 
+def _reml(a: Array, y: Array, v: Array, chunk: int = 128) -> Array:
+    """The restricted log-likelihood of ``y`` under the model ``a`` for each row of variances ``v`` (rows × n),
+    batched: −½ (Σ log v + rᵀV⁻¹r − log det (AᵀV⁻¹A)⁻¹) with r the GLS residuals."""
+    out = np.empty(v.shape[0])
+    for lo in range(0, v.shape[0], chunk):
+        w = 1.0 / v[lo : lo + chunk]
+        aw = a.T[None, :, :] * w[:, None, :]  # rows × p × n
+        info = aw @ a
+        rhs = aw @ y
+        beta = np.linalg.solve(info, rhs[:, :, None])[:, :, 0]
+        r = y[None, :] - beta @ a.T
+        _, logdet_info = np.linalg.slogdet(info)
+        out[lo : lo + chunk] = -0.5 * (
+            np.sum(np.log(v[lo : lo + chunk]), axis=1) + np.sum(r**2 * w, axis=1) + logdet_info
+        )
+    return out
+
+
 def rho_profile(x: NDArray[Any], y: Array, sigma: Array, e: Array, grid: Array = RHO_GRID) -> Array:
     """The restricted log-likelihood of each ρ of ``grid``: residual variance σ_S² + ρ² Σ_{g∈S} e_g² with the
     groups' energies ``e`` held at the weighted fit's."""
     a = _model_matrix(x)
     load = np.square(x.astype(np.float64)) @ (e**2)  # a share f of a group moves by ρ·f·e (flags: f² = f)
-    out = np.empty(len(grid))
-    for k, rho in enumerate(grid):
-        v = sigma**2 + rho**2 * load
-        _, cov, r = _gls(a, y, v)
-        _, logdet_cov = np.linalg.slogdet(cov)
-        out[k] = -0.5 * (float(np.sum(np.log(v))) + float(np.sum(r**2 / v)) - logdet_cov)
-    return out
+    return _reml(a, y, sigma[None, :] ** 2 + np.square(grid)[:, None] * load[None, :])
 
 
 def _diff_loglik(d: Array, sd2: Array, yy: Array, grid: Array) -> Array:
@@ -149,11 +161,7 @@ def rho_tau_profile(
     out = np.empty((len(tau_grid), len(rho_grid)))
     for i, tau in enumerate(tau_grid):
         base = sigma**2 + tau**2 * ysq / k
-        for j, rho in enumerate(rho_grid):
-            v = base + rho**2 * load
-            _, cov, r = _gls(a, y, v)
-            _, logdet_cov = np.linalg.slogdet(cov)
-            out[i, j] = -0.5 * (float(np.sum(np.log(v))) + float(np.sum(r**2 / v)) - logdet_cov)
+        out[i] = _reml(a, y, base[None, :] + np.square(rho_grid)[:, None] * load[None, :])
     return out + _diff_loglik(diff, diff_sd2, diff_yy, tau_grid)[:, None]
 
 
