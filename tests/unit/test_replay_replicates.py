@@ -16,7 +16,7 @@ from archline.cli.app import app
 from archline.measurement.attribute.replay import replay_energy
 from archline.measurement.attribute.replay_context import check_replicates, replicate_count
 from archline.measurement.attribute.replay_design import Repeat, draw_design, fit_design
-from tests.helpers.fake_graph import FakeGraphGPU, NoisyMeasure, write_fake_replay
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, NoisyMeasure, write_fake_replay
 from tests.unit.test_replay_context import FIXED_S, FIXED_W, coverage, in_step, pairwise_step, step_nodes
 
 
@@ -166,3 +166,26 @@ def test_the_report_and_the_cli_carry_the_replicates(tmp_path: Path, monkeypatch
         lines = [ln for ln in res.output.splitlines() if "archline: error:" in ln]
         assert res.exit_code == 2 and len(lines) == 1 and "--design-replicates" in lines[0], res.output
         assert "Traceback" not in res.output
+
+
+def test_replicates_keep_the_base_enabled_and_work_with_a_prefix_design() -> None:
+    """A memset (in every replay, never a factor) draws a tenth of the step: a replicate measured without it would
+    differ from its first measurement by that much and show as τ. The mean of the whole step's two measurements
+    carries σ √(σ₁² + σ₂²)/2."""
+    for kind in ("halves", "prefix"):
+        nodes = [*step_nodes(4), FakeNode("memset", 0.002, 300.0, kind="memset")]
+        gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+        res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=4), gpu.clock, top=2, marginal=False, design=40,
+                            design_seed=4, design_kind=kind, design_replicates=10)  # fmt: skip
+        d = res.design
+        assert d is not None and d["replicates"] == 10 and d["kind"] == kind
+        assert d["tau"] <= 0.0025 and d["replicate_rms_pct"] < 0.5
+        first, again = d["configs"][0], next(r for r in d["repeats"] if r["row"] == 0)
+        assert d["all_on_j"] == pytest.approx((first["energy_j"] + again["energy_j"]) / 2)
+        # each configuration enters the fit as the mean of its measurements, with the mean's σ
+        y = np.array([c["energy_j"] for c in d["configs"]])
+        sd = np.array([c["sigma_j"] for c in d["configs"]])
+        for r in d["repeats"]:
+            i = r["row"]
+            y[i], sd[i] = (y[i] + r["energy_j"]) / 2, math.hypot(sd[i], r["sigma_j"]) / 2
+        assert d["noise_rms_pct"] == pytest.approx(100 * float(np.sqrt(np.mean(sd**2)) / np.mean(y)), rel=1e-9)

@@ -146,7 +146,8 @@ def design_text(d: Mapping[str, Any]) -> str:
         f"{_f(d.get('all_on_error_pct'), '+.2f')} %."
         + (
             f" {d['replicates']} configurations were measured twice: one measurement scatters by τ = "
-            f"{_f(_pct(d.get('tau')), '.2f')} % of its energy (95 % upper bound {_f(_pct(d.get('tau_up')), '.2f')} %), "
+            f"{_f(_pct(d.get('tau')), '.2f')} % of its energy (95 % upper bound "
+            f"{_f(_pct(d.get('tau_up')), '.2f')} % on a 0.25 % grid), "
             "which ρ does not take for a neighbour dependence."
             if d.get("replicates")
             else ""

@@ -41,6 +41,7 @@ from archline.core.readings import Clock
 from archline.hw.graph_nodes import SwitchError
 from archline.measurement.attribute.replay_design import (
     MIN_RESIDUAL_DOF,
+    TAU_STEP,
     DesignFit,
     Repeat,
     draw_design,
@@ -198,7 +199,7 @@ def run_context(
     if budget_s is not None and per_s > 0:
         allowed = 2 + int(max(budget_s - 2 * per_s, 0.0) // per_s)
         if allowed < asked + reps:
-            reps = min(reps, replicate_count(replicates, allowed))
+            reps = max(min(reps, replicate_count(replicates, allowed), allowed - MIN_CONFIGS), 0)
             n = allowed - reps
             out.notes.append(
                 f"design reduced from {asked} to {n} configurations"
@@ -249,7 +250,9 @@ def run_context(
             except SwitchError as exc:
                 out.notes.append(f"replicates stopped after {len(again)}: switching failed ({exc})")
                 break
-    repeats = [Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j)]
+    repeats = [
+        Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j) and math.isfinite(m.sigma_j)
+    ]
     try:
         fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats)
     except ValueError as exc:
@@ -261,7 +264,9 @@ def run_context(
         out.values[name] = (e, fold_sigma(e, se, fit.rho_fold, typical, p))
     out.times = dict(zip(factors, _times(x, [m.time_s for m in measured]), strict=True))
     out.lumped = lumped
-    out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s)
+    # the whole step's σ: of the mean of its two measurements where it was measured again
+    step_sd = next((math.hypot(measured[0].sigma_j, r.sigma_j) / 2.0 for r in repeats if r.row == 0), None)
+    out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_sd)
     out.summary["kind"] = kind
     if again:
         out.summary["repeats"] = [
@@ -393,6 +398,7 @@ def _summary(
     lumped: Sequence[str],
     spent_s: float,
     budget_s: float | None,
+    all_on_sigma_j: float | None = None,
 ) -> dict[str, Any]:
     return {
         "configurations": len(measured),
@@ -401,7 +407,8 @@ def _summary(
         "factors": int(x.shape[1]),
         "lumped_groups": list(lumped),
         **fit.summary(),
-        **_sum_check(fit.sum_j, fit.sum_se_j, fit.all_on_j, measured[0].sigma_j),
+        **_sum_check(fit.sum_j, fit.sum_se_j, fit.all_on_j,
+                     measured[0].sigma_j if all_on_sigma_j is None else all_on_sigma_j),
         "fold": FOLD,
         "seconds": spent_s,
         "budget_s": budget_s,
@@ -436,7 +443,8 @@ def _note(s: Mapping[str, Any]) -> str:
         f"configurations is off by {s['all_on_error_pct']:+.2f} %"
         + (
             f"; {s['replicates']} configurations measured twice: one measurement scatters by τ = "
-            f"{100 * s['tau']:.2f} % of its energy (95 % upper bound {100 * s['tau_up']:.2f} %; the replicates' RMS "
+            f"{100 * s['tau']:.2f} % of its energy (95 % upper bound {100 * s['tau_up']:.2f} % on a "
+            f"{100 * TAU_STEP:.2f} % grid; the replicates' RMS "
             f"{s['replicate_rms_pct']:.2f} %), which ρ no longer takes for a neighbour dependence"
             if s.get("replicates")
             else ""

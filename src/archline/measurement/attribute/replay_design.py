@@ -25,8 +25,12 @@ N(0, σ_1² + σ_2² + τ² (E_1² + E_2²)), on a grid of (τ, ρ). ρ̂ and it
 each measured the whole step twice (the design's first configuration, and the step measured minutes later);
 the two differ by up to 2.8 % where their combined σ is 0.34–0.57 % (1.83 % on the H200), and the ten pairs
 give τ̂ = 1.00 % (95 % bound 1.50 %); with τ at that value the designs' √E[ρ²] falls from 4.2–5.3 % to
-1.9–3.9 % (benchmarks/design_replicates.py, docs/data/design_replicates_s14.txt; post hoc: it chose the rule,
-a held-out run scores it). Without replicates τ is 0, as before.
+1.9–3.9 % (benchmarks/design_replicates.py, docs/data/design_replicates_s14.txt; post hoc: it chose the rule).
+Held out on two new boards (session 14, docs/replay.md) the replicates found τ of 0–1 % and took only
+0.02–0.75 points out of √E[ρ²]: most of ρ is the configurations' own, repeatable non-additivity. Without
+replicates τ is not fitted (NaN in the fit, absent from the summary) and the fit is as before. The grid's τ
+steps by 0.25 %, so a bound of 0 means below 0.25 %. (Splitting each pair into its mean and difference is
+exact where the two measurements' variances are equal; they differ little.)
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "MIN_RESIDUAL_DOF",
     "RHO_GRID",
     "TAU_GRID",
+    "TAU_STEP",
     "DesignFit",
     "Repeat",
     "draw_design",
@@ -60,6 +65,8 @@ RHO_GRID = np.linspace(0.0, 1.0, 1001)
 #: The per-measurement relative noise values τ the likelihood is evaluated at when there are replicates
 #: (0 … 5 %, by 0.25 %).
 TAU_GRID = np.linspace(0.0, 0.05, 21)
+#: The τ grid's step: a bound of 0 means below it.
+TAU_STEP = float(TAU_GRID[1])
 
 Array = NDArray[np.float64]
 
