@@ -12,7 +12,12 @@ energy):
 * ``+ neighbours``: plus one term r_gh x_g x_h per pair of neighbouring groups, ridge-penalised (λ in units of
   one configuration's mean weight 1/σ²; the best of a fixed ladder, 0.01 … 1000, is printed with its λ: at the
   ladder's top the pairs are all but left out);
-* ``+ random pairs``: as many pairs drawn at random among the others (seeded), the same ladder: the control.
+* ``+ random pairs``: as many pairs drawn at random among the others (seeded), the same ladder: the control;
+* ``links``: one term κ·B, B the configuration's broken producer→consumer links (replay_context.link_breaks): the
+  model ``archline replay --design-model links`` fits since session 14, chosen on these designs.
+
+Also printed: κ ± 1 σ (mJ per broken link), and √E[ρ²] of archline's fit (fit_design, replicates included) under
+the additive and the links model.
 
 Printed per design: its factors, neighbour pairs, and the three cross-validated RMS errors in %. Information for
 choosing a next design model, not a rule archline applies; it chose nothing yet. A directory without a design with
@@ -33,11 +38,14 @@ from numpy.typing import NDArray
 
 F64 = NDArray[np.float64]
 LADDER = (0.01, 0.1, 1.0, 10.0, 100.0, 1000.0)
-HEAD = "replay                                  factors pairs  additive  + neighbours (λ)  + random pairs (λ)"
+HEAD = (
+    "replay                                  factors pairs  additive  + neighbours (λ)  + random pairs (λ)    links"
+    "  κ mJ/link    √E[ρ²] additive → links"
+)
 
 
-def load(path: Path) -> tuple[F64, F64, F64, list[list[int]]]:
-    """Configurations (0/1 rows), their mean energies and σ, and each factor's nodes."""
+def load(path: Path) -> tuple[F64, F64, F64, list[list[int]], dict[str, Any]]:
+    """Configurations (0/1 rows), their mean energies and σ, each factor's nodes, and the design as recorded."""
     d: dict[str, Any] = (json.loads((path / "replay.json").read_text(encoding="utf-8")).get("design")) or {}
     cfgs, nodes = d.get("configs") or [], d.get("factor_nodes")
     if not cfgs or not isinstance(nodes, list) or not all(isinstance(c.get("on"), str) for c in cfgs):
@@ -48,7 +56,7 @@ def load(path: Path) -> tuple[F64, F64, F64, list[list[int]]]:
     for r in d.get("repeats") or []:
         i = int(r["row"])
         y[i], s[i] = (y[i] + float(r["energy_j"])) / 2.0, float(np.hypot(s[i], float(r["sigma_j"]))) / 2.0
-    return x, y, s, [[int(i) for i in idx] for idx in nodes]
+    return x, y, s, [[int(i) for i in idx] for idx in nodes], d
 
 
 def neighbour_pairs(nodes: list[list[int]]) -> list[tuple[int, int]]:
@@ -82,8 +90,12 @@ def cv_rms(a: F64, y: F64, s: F64, n_main: int, lam: float, folds: int = 10) -> 
     return float(np.sqrt(np.mean(np.square(err)))) * 100.0
 
 
-def compare(x: F64, y: F64, s: F64, nodes: list[list[int]]) -> dict[str, float]:
-    """The three fits' cross-validated errors and the λ each pair model chose."""
+def compare(x: F64, y: F64, s: F64, nodes: list[list[int]], design: dict[str, Any] | None = None) -> dict[str, float]:
+    """The fits' cross-validated errors, the λ each pair model chose, and κ; with ``design`` (as recorded) also
+    √E[ρ²] of archline's fit under each model."""
+    from archline.measurement.attribute.replay_context import link_breaks
+    from archline.measurement.attribute.replay_design import Repeat, fit_design
+
     f = x.shape[1]
     a0 = np.hstack([np.ones((len(y), 1)), x])
     pairs = neighbour_pairs(nodes)
@@ -96,6 +108,17 @@ def compare(x: F64, y: F64, s: F64, nodes: list[list[int]]) -> dict[str, float]:
         scores = {lam: cv_rms(a, y, s, f + 1, lam) for lam in LADDER}
         best = min(scores, key=lambda k: scores[k])
         out[name], out[name + "_lambda"] = scores[best], best
+    breaks = link_breaks(x, nodes)
+    out["links"] = cv_rms(np.hstack([a0, breaks[:, None]]), y, s, f + 2, 0.0)
+    out["rho_additive"] = out["rho_links"] = out["kappa"] = out["kappa_se"] = float("nan")
+    if design is not None:
+        cfgs = design["configs"]
+        x1, y1, s1 = x, [float(c["energy_j"]) for c in cfgs], [float(c["sigma_j"]) for c in cfgs]
+        reps = [Repeat(int(r["row"]), float(r["energy_j"]), float(r["sigma_j"])) for r in design.get("repeats") or []]
+        add = fit_design(x1, y1, s1, reps)
+        lk = fit_design(x1, y1, s1, reps, {"broken_link_j": breaks.tolist()})
+        out["rho_additive"], out["rho_links"] = add.rho_fold, lk.rho_fold
+        out["kappa"], out["kappa_se"] = lk.covariates["broken_link_j"]
     return out
 
 
@@ -112,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         lines.append(
             f"{p.parent.name[-12:] + '/' + p.name:40s} {r['factors']:7.0f} {r['pairs']:5.0f} {r['additive']:8.2f}% "
-            f"{r['neighbours']:8.2f}% ({r['neighbours_lambda']:g}) {r['random']:10.2f}% ({r['random_lambda']:g})"
+            f"{r['neighbours']:8.2f}% ({r['neighbours_lambda']:g}) {r['random']:10.2f}% ({r['random_lambda']:g}) "
+            f"{r['links']:7.2f}% {1e3 * r['kappa']:6.3f}±{1e3 * r['kappa_se']:.3f} {100 * r['rho_additive']:9.2f}% → "
+            f"{100 * r['rho_links']:.2f}%"
         )
     print("\n".join(lines))
     return 0

@@ -9,7 +9,9 @@ For post-hoc comparisons of the fold on replays recorded before it changed: the 
 (e.g. for ``benchmarks/redo_attribution.py --prior-replay OUT_DIR``). A design with replicates (session 14) is
 refitted with them, as archline fits it; ``--no-replicates`` refits it from each configuration's first
 measurement alone, as archline before session 14 would have, and rewrites the in-step energies too (the
-counterfactual of a held-out run: what the replicates changed). Bad input: one line, exit 2.
+counterfactual of a held-out run: what the replicates changed). A design is refitted with the model it recorded
+(``links`` since session 14, else additive); ``--model links|additive`` refits it with another (``links`` needs the
+design's ``factor_nodes``, session 13 on) and rewrites the in-step energies. Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -26,24 +28,38 @@ import numpy as np
 
 
 def refold(
-    design: dict[str, Any], rows: list[dict[str, str]], replicates: bool = True
+    design: dict[str, Any],
+    rows: list[dict[str, str]],
+    replicates: bool = True,
+    model: str | None = None,
+    step_sigma_j: float = 0.0,
 ) -> tuple[dict[str, Any], list[dict[str, str]], int]:
     """The design summary and rows with the current fold; how many rows were refolded. ValueError where a row's
     in-step energy matches no refitted factor (a design refitted differently). ``replicates=False``: refit from the
     first measurements alone and rewrite the rows' in-step energies (matched by the design's factor names)."""
-    from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma
+    from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma, link_breaks
     from archline.measurement.attribute.replay_design import Repeat, fit_design
 
     configs = design["configs"]
     x = np.asarray([[float(ch == "1") for ch in c["on"]] if isinstance(c["on"], str) else c["on"] for c in configs])
     reps = [Repeat(int(r["row"]), float(r["energy_j"]), float(r["sigma_j"])) for r in design.get("repeats") or []]
     reps = [r for r in reps if np.isfinite(r.energy_j)]
-    fit = fit_design(x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs], reps if replicates else ())
+    recorded = str(design.get("model", "additive"))
+    model = model or recorded
+    covariates = None
+    if model == "links" and design.get("kind", "halves") == "halves":
+        nodes = design.get("factor_nodes")
+        if not isinstance(nodes, list) or len(nodes) != x.shape[1]:
+            raise ValueError("the links model needs the design's factor_nodes (recorded since session 13)")
+        covariates = {"broken_link_j": link_breaks(x, nodes).tolist()}
+    fit = fit_design(
+        x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs], reps if replicates else (), covariates
+    )
     e = np.asarray(fit.energy_j)
-    if not replicates and reps:
+    if (not replicates and reps) or model != recorded:
         names = design.get("factor_names")
         if not isinstance(names, list) or len(names) != len(e):
-            raise ValueError("a design with replicates but without factor names cannot be refitted without them")
+            raise ValueError("a design refitted another way needs its factor names (recorded since session 13)")
         at = {str(g): j for j, g in enumerate(names)}
         typical = float(np.mean(e**2))
         p = float(design.get("p_on", 0.5)) if design.get("kind", "halves") == "halves" else 0.5
@@ -56,9 +72,13 @@ def refold(
             sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p)
             out.append({**r, "context_j": repr(float(e[j])), "context_sigma_j": repr(sd)})
             n += 1
-        kept = {k: v for k, v in design.items() if k not in ("repeats", "replicates", "tau", "tau_up",
-                                                              "replicate_rms_pct")}  # fmt: skip
-        summary = {**kept, **fit.summary(), "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}
+        drop = ("replicates", "tau", "tau_up", "replicate_rms_pct", "covariates") + (() if replicates else ("repeats",))
+        kept = {k: v for k, v in design.items() if k not in drop}
+        summary = {**kept, **fit.summary(), "model": model, "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}
+        if "step_j" in design:  # Σ e + c0 against the whole step measured apart, with the refitted sum
+            step, sd = float(design["step_j"]), float(np.hypot(fit.sum_se_j, step_sigma_j))
+            summary["sum_vs_step_pct"] = (fit.sum_j / step - 1.0) * 100.0
+            summary["sum_vs_step_sigma"] = (fit.sum_j - step) / sd if sd else float("nan")
         return summary, out, n
     typical = float(np.mean(e**2))
     p = float(design.get("p_on", 0.5)) if design.get("kind", "halves") == "halves" else 0.5
@@ -83,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("replay_dir", type=Path)
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--no-replicates", action="store_true", help="refit from each configuration's first measurement")
+    ap.add_argument("--model", choices=("links", "additive"), help="refit with this design model")
     a = ap.parse_args(argv)
     try:
         summary = json.loads((a.replay_dir / "replay.json").read_text())
@@ -92,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         design = summary.get("design")
         if not isinstance(design, dict) or not design.get("configs"):
             raise ValueError("no randomized design to refold")
-        new_design, new_rows, n = refold(design, rows, replicates=not a.no_replicates)
+        new_design, new_rows, n = refold(design, rows, replicates=not a.no_replicates, model=a.model,
+                                         step_sigma_j=float(summary.get("step_sigma_j") or 0.0))  # fmt: skip
     except (OSError, ValueError, KeyError) as exc:
         print(f"refold_replay: {a.replay_dir}: {exc}", file=sys.stderr)
         return 2

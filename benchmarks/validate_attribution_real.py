@@ -271,7 +271,7 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
                               design_kind=a.design_kind, prime=not a.no_prime,
                               keep_buffers=not a.reuse_buffers, design_p_on=a.design_p_on,
-                              design_replicates=a.design_replicates)  # fmt: skip
+                              design_replicates=a.design_replicates, design_model=a.design_model)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
@@ -344,6 +344,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--design-replicates", default="auto",
                     help="configurations the design measures twice (auto: a fifth of its measurements; 0: none, as "
                     "before session 14)")  # fmt: skip
+    ap.add_argument("--design-model", choices=("links", "additive"), default="links",
+                    help="the design's model: links (a cost per broken producer-consumer link beside the energies, "
+                    "session 14's default) or additive (before)")  # fmt: skip
     ap.add_argument("--design-p-on", type=float, default=0.5,
                     help="share of the configurations each group is on in (halves design); on "
                     "benchmarks/design_sim.py ½ leaves the most energy within ±15 %% (session 12)")  # fmt: skip

@@ -127,6 +127,14 @@ def register(app: typer.Typer) -> None:
                 "neighbour dependence ('auto': a fifth of its measurements; 0: none).",
             ),
         ] = "auto",
+        design_model: Annotated[
+            str,
+            typer.Option(
+                "--design-model",
+                help="links: also fit a cost per broken producer-consumer link (a kernel run without the one "
+                "before it), which the whole step has none of; additive: the energies alone (before session 14).",
+            ),
+        ] = "links",
         no_prime: Annotated[
             bool,
             typer.Option(
@@ -166,6 +174,10 @@ def register(app: typer.Typer) -> None:
         if design_p_on != 0.5 and design_kind != "halves":
             raise InputError("--design-p-on applies to the halves design only (--design-kind halves)")
         reps = _replicates_arg(design_replicates)
+        from archline.measurement.attribute.replay_context import DESIGN_MODELS
+
+        if design_model not in DESIGN_MODELS:
+            raise InputError(f"--design-model must be {' or '.join(DESIGN_MODELS)}, not {design_model!r}")
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run
@@ -175,6 +187,7 @@ def register(app: typer.Typer) -> None:
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
             design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
             prime=not no_prime, keep_buffers=not reuse_buffers, design_p_on=design_p_on, design_replicates=reps,
+            design_model=design_model,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

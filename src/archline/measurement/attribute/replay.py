@@ -27,6 +27,7 @@ from archline.core.readings import Clock
 from archline.errors import ArchlineError, InputError
 from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
 from archline.measurement.attribute.replay_context import (
+    DESIGN_MODELS,
     ContextResult,
     check_design,
     check_replicates,
@@ -336,6 +337,7 @@ def replay_energy(
     prime: bool = False,
     design_p_on: float = 0.5,
     design_replicates: int | str | None = None,
+    design_model: str = "additive",
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups (by in-step energy where a design ran, else by isolated
     time), and of the rest.
@@ -363,11 +365,15 @@ def replay_energy(
     ``design_replicates`` (a count, ``"auto"``: a fifth of the design's measurements, or None): configurations
     the design measures twice, so that one measurement's own scatter is told apart from the neighbour
     dependence (replay_context.run_context). Off here by default; :func:`run_replay` measures ``"auto"``.
+    ``design_model``: ``additive`` or ``links`` (a cost per broken producer→consumer link fitted beside the
+    energies; replay_context.link_breaks): ``additive`` here by default, ``links`` in :func:`run_replay`.
     """
     check_design(design)
     check_replicates(design_replicates)
     if design_kind not in DESIGN_KINDS:
         raise ValueError(f"unknown design kind {design_kind!r} ({' or '.join(DESIGN_KINDS)})")
+    if design_model not in DESIGN_MODELS:
+        raise ValueError(f"unknown design model {design_model!r} ({' or '.join(DESIGN_MODELS)})")
     if top < 1:
         raise ValueError("top must be at least 1")
     if repeats < 1:
@@ -381,8 +387,9 @@ def replay_energy(
         ctx = None
         if design is not None:
             ctx = _run_design(
-                t, plan, times, design, design_seed, design_budget_s, design_kind, design_p_on, design_replicates
-            )
+                t, plan, times, design, design_seed, design_budget_s, design_kind, design_p_on, design_replicates,
+                design_model,
+            )  # fmt: skip
         chosen, by = _choose(plan, times, ctx, top)
         others = [i for g in plan.measurable if g not in chosen for i in plan.groups[g]]
         passes = [_measure_repeat(t, plan, chosen, others, marginal) for _ in range(repeats)]
@@ -437,7 +444,7 @@ def replay_energy(
 
 def _run_design(
     t: _Trials, plan: _Plan, times: Mapping[str, float], design: int | str, seed: int | None,
-    budget_s: float | None, kind: str, p_on: float, replicates: int | str | None = None,
+    budget_s: float | None, kind: str, p_on: float, replicates: int | str | None = None, model: str = "additive",
 ) -> ContextResult:  # fmt: skip
     """Every measurable group's energy inside the step, by a randomized design (replay_context.py). Factors are
     ordered longest first, then by node count (a design too small for every group lumps the last): on the H100 runs
@@ -446,7 +453,7 @@ def _run_design(
     groups = {g: plan.groups[g] for g in names}
     return run_context(
         lambda nodes: t.run("[design]", "design", nodes), groups, plan.base, t.clock, design=design, seed=seed,
-        budget_s=budget_s, kind=kind, p_on=p_on, replicates=replicates,
+        budget_s=budget_s, kind=kind, p_on=p_on, replicates=replicates, model=model,
     )  # fmt: skip
 
 
@@ -533,6 +540,7 @@ def run_replay(
     keep_buffers: bool = True,
     design_p_on: float = 0.5,
     design_replicates: int | str | None = "auto",
+    design_model: str = "links",
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -548,7 +556,8 @@ def run_replay(
     they took a transformer training step's random halves from 9 of 20 ending non-finite (primed alone) to 0,
     and its design to ρ̂ 5.2 %, Σ e + c0 +2.1 % of the step (docs/replay.md). ``design_replicates``: configurations
     measured twice (``"auto"``, the default since session 14: a fifth of the design's measurements; 0 or None:
-    none, as before).
+    none, as before). ``design_model``: ``links`` (the default since session 14: a cost per broken
+    producer→consumer link fitted beside the energies) or ``additive`` (as before).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -575,6 +584,7 @@ def run_replay(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
             on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
             design_kind=design_kind, prime=prime, design_p_on=design_p_on, design_replicates=design_replicates,
+            design_model=design_model,
         )  # fmt: skip
         res.notes += graph.notes
         res.kept_buffers = graph.kept_buffers

@@ -29,6 +29,7 @@ against the fit's prediction from the others.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import secrets
 from collections.abc import Callable, Mapping, Sequence
@@ -54,12 +55,14 @@ Array = np.ndarray[Any, np.dtype[np.float64]]
 
 __all__ = [
     "AUTO_MIN",
+    "DESIGN_MODELS",
     "ContextResult",
     "check_design",
     "check_replicates",
     "context_rows",
     "design_size",
     "fold_sigma",
+    "link_breaks",
     "prefix_rows",
     "replicate_count",
     "run_context",
@@ -90,6 +93,26 @@ def fold_sigma(e: float, se: float, rho: float, typical: float, p_on: float = 0.
 AUTO_REPLICATE_SHARE = 0.2
 #: ``replicates="auto"`` measures at least this many configurations twice.
 AUTO_REPLICATES_MIN = 8
+
+
+#: The design models: ``additive``, E = c0 + Σ x_g e_g; ``links`` (session 14), plus κ·B with B the configuration's
+#: broken producer→consumer links (:func:`link_breaks`), a halves design only.
+DESIGN_MODELS = ("additive", "links")
+
+
+def link_breaks(x: Array, cols: Sequence[Sequence[int]]) -> Array:
+    """Each configuration's broken links: among the factors' nodes in capture order, the pairs of consecutive nodes
+    of different factors whose first is off and second on (a consumer that runs without the kernel before it, so
+    it reads what that kernel did not write this time, from memory rather than the L2). 0 in the whole step and in
+    the fixed cost's configuration. ``x``: on/off flags per factor; ``cols``: each factor's node indices."""
+    owner = {int(i): g for g, idx in enumerate(cols) for i in idx}
+    order = sorted(owner)
+    pairs = [(owner[a], owner[b]) for a, b in itertools.pairwise(order) if owner[a] != owner[b]]
+    if not pairs:
+        return np.zeros(x.shape[0])
+    first = np.array([p for p, _ in pairs])
+    then = np.array([c for _, c in pairs])
+    return np.asarray(((1.0 - x[:, first]) * x[:, then]).sum(axis=1), np.float64)
 
 
 def check_replicates(replicates: int | str | None) -> None:
@@ -162,6 +185,7 @@ def run_context(
     kind: str = "halves",
     p_on: float = 0.5,
     replicates: int | str | None = None,
+    model: str = "additive",
 ) -> ContextResult:
     """Measure a randomized design of the ``groups`` (name → node indices, longest first) and fit it.
 
@@ -179,7 +203,13 @@ def run_context(
     random, are measured a second time after all the others, in random order, so that the fit can tell a
     measurement's own scatter (τ) from the neighbour dependence ρ (replay_design). They count in the budget:
     with ``"auto"`` a fifth of the measurements the design makes.
+
+    ``model``: ``additive`` or ``links`` (:data:`DESIGN_MODELS`): the latter also fits a cost κ per broken
+    producer→consumer link (:func:`link_breaks`), which the whole step has none of, so that cost leaves the
+    groups' in-step energies and ρ (a halves design; a prefix design breaks no link, and stays additive).
     """
+    if model not in DESIGN_MODELS:
+        raise ValueError(f"unknown design model {model!r} ({' or '.join(DESIGN_MODELS)})")
     out = ContextResult()
     if not groups:
         out.notes.append("design skipped: no group can be switched")
@@ -253,8 +283,10 @@ def run_context(
     repeats = [
         Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j) and math.isfinite(m.sigma_j)
     ]
+    links = model == "links" and kind == "halves"
+    covariates = {"broken_link_j": link_breaks(x, cols).tolist()} if links else None
     try:
-        fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats)
+        fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats, covariates)
     except ValueError as exc:
         out.notes.append(f"design not fitted: {exc}")
         return out
@@ -268,6 +300,7 @@ def run_context(
     step_sd = next((math.hypot(measured[0].sigma_j, r.sigma_j) / 2.0 for r in repeats if r.row == 0), None)
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_sd)
     out.summary["kind"] = kind
+    out.summary["model"] = "links" if links else "additive"
     if again:
         out.summary["repeats"] = [
             {"row": row, "energy_j": m.energy_j, "sigma_j": m.sigma_j, "time_s": m.time_s, "nonfinite": m.nonfinite}
@@ -441,6 +474,13 @@ def _note(s: Mapping[str, Any]) -> str:
         f"residual RMS {s['residual_rms_pct']:.2f} % (noise {s['noise_rms_pct']:.2f} %); Σ e + c0 is "
         f"{s['sum_vs_step_pct']:+.2f} % of the whole step; the whole step predicted from the other "
         f"configurations is off by {s['all_on_error_pct']:+.2f} %"
+        + (
+            f"; fitted with a cost per broken producer→consumer link of "
+            f"{1e3 * s['covariates']['broken_link_j']['value']:.3g} ± "
+            f"{1e3 * s['covariates']['broken_link_j']['se']:.2g} mJ (none in the whole step)"
+            if s.get("model") == "links" and "broken_link_j" in s.get("covariates", {})
+            else ""
+        )
         + (
             f"; {s['replicates']} configurations measured twice: one measurement scatters by τ = "
             f"{100 * s['tau']:.2f} % of its energy (95 % upper bound {100 * s['tau_up']:.2f} % on a "

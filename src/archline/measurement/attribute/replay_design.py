@@ -36,8 +36,8 @@ exact where the two measurements' variances are equal; they differ little.)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -101,8 +101,11 @@ def draw_design(
     raise ValueError(f"no full-rank design of {configs} configurations found for {factors} factors")
 
 
-def _model_matrix(x: NDArray[Any]) -> Array:
-    return np.hstack([np.ones((x.shape[0], 1)), x.astype(np.float64)])
+def _model_matrix(x: NDArray[Any], extra: Array | None = None) -> Array:
+    cols = [np.ones((x.shape[0], 1)), x.astype(np.float64)]
+    if extra is not None and extra.size:
+        cols.append(np.asarray(extra, np.float64).reshape(x.shape[0], -1))
+    return np.hstack(cols)
 
 
 def _gls(a: Array, y: Array, v: Array) -> tuple[Array, Array, Array]:
@@ -132,10 +135,12 @@ def _reml(a: Array, y: Array, v: Array, chunk: int = 128) -> Array:
     return out
 
 
-def rho_profile(x: NDArray[Any], y: Array, sigma: Array, e: Array, grid: Array = RHO_GRID) -> Array:
+def rho_profile(
+    x: NDArray[Any], y: Array, sigma: Array, e: Array, grid: Array = RHO_GRID, extra: Array | None = None
+) -> Array:
     """The restricted log-likelihood of each ρ of ``grid``: residual variance σ_S² + ρ² Σ_{g∈S} e_g² with the
-    groups' energies ``e`` held at the weighted fit's."""
-    a = _model_matrix(x)
+    groups' energies ``e`` held at the weighted fit's; ``extra``: covariate columns of the model beside them."""
+    a = _model_matrix(x, extra)
     load = np.square(x.astype(np.float64)) @ (e**2)  # a share f of a group moves by ρ·f·e (flags: f² = f)
     return _reml(a, y, sigma[None, :] ** 2 + np.square(grid)[:, None] * load[None, :])
 
@@ -158,12 +163,13 @@ def rho_tau_profile(
     diff_yy: Array,
     rho_grid: Array = RHO_GRID,
     tau_grid: Array = TAU_GRID,
+    extra: Array | None = None,
 ) -> Array:
     """The joint log-likelihood on (τ, ρ): REML of the configurations' means ``y`` (σ ``sigma`` of the mean,
     ``ysq`` the mean of the squared measured energies, ``k`` measurements each) with variance
     σ² + τ²·ysq/k + ρ²·Σ e², plus the replicates' differences (``diff`` with variance ``diff_sd2 + τ² diff_yy``).
-    Rows of the result follow ``tau_grid``, columns ``rho_grid``."""
-    a = _model_matrix(x)
+    Rows of the result follow ``tau_grid``, columns ``rho_grid``; ``extra``: covariate columns of the model."""
+    a = _model_matrix(x, extra)
     load = np.square(x.astype(np.float64)) @ (e**2)
     out = np.empty((len(tau_grid), len(rho_grid)))
     for i, tau in enumerate(tau_grid):
@@ -211,6 +217,9 @@ class DesignFit:
     tau_up: float = math.nan
     #: RMS of the replicates' relative differences over √2: one measurement's scatter (NaN without).
     replicate_rms_pct: float = math.nan
+    #: Covariates fitted beside the energies (name → coefficient, 1 σ): the "links" model's cost of a broken
+    #: producer→consumer link (J per link). Empty for the additive model.
+    covariates: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def all_on_error_pct(self) -> float:
@@ -240,6 +249,11 @@ class DesignFit:
                 if self.replicates
                 else {}
             ),
+            **(
+                {"covariates": {k: {"value": v, "se": se} for k, (v, se) in self.covariates.items()}}
+                if self.covariates
+                else {}
+            ),
         }  # fmt: skip
 
 
@@ -261,12 +275,16 @@ def fit_design(
     energy_j: Sequence[float],
     sigma_j: Sequence[float],
     repeats: Sequence[Repeat] = (),
+    covariates: Mapping[str, Sequence[float]] | None = None,
 ) -> DesignFit:
     """Fit ``E(S) = c0 + Σ x_g e_g`` to the configurations ``x`` (rows; row 0 must be all on) and their
     measured energies with 1 σ; ValueError where the design cannot be fitted. ``x`` holds on/off flags, or
     each factor's share of its nodes enabled (a prefix design, replay_context.prefix_rows). ``repeats``: second
     measurements of some rows (at most one each); a row is then fitted by its measurements' mean and ρ is
-    estimated beside a per-measurement noise τ (module docstring)."""
+    estimated beside a per-measurement noise τ (module docstring). ``covariates``: name → one value per
+    configuration, fitted beside c0 and the energies (the "links" model: the broken producer→consumer links of
+    each configuration, replay_context.link_breaks); each must be 0 in the whole step, so the energies still add
+    up to it."""
     y1 = np.asarray(energy_j, dtype=np.float64)
     s1 = np.asarray(sigma_j, dtype=np.float64)
     if x.shape[0] != len(y1) or len(y1) != len(s1):
@@ -292,10 +310,15 @@ def fit_design(
         y[idx] = (y1[idx] + y2) / 2.0
         s[idx] = np.sqrt(s1[idx] ** 2 + s2**2) / 2.0
         ysq[idx] = (y1[idx] ** 2 + y2**2) / 2.0
-    a = _model_matrix(x)
+    names = list(covariates or {})
+    extra = np.array([np.asarray((covariates or {})[k], np.float64) for k in names]).T if names else None
+    if extra is not None and (extra.shape[0] != len(y) or not np.all(extra[0] == 0.0)):
+        raise ValueError("each covariate needs one value per configuration, 0 in the whole step")
+    a = _model_matrix(x, extra)
     n, p = a.shape
+    f = x.shape[1]
     if n - p < 1 or np.linalg.matrix_rank(a) < p:
-        raise ValueError(f"{n} configurations cannot fit c0 and {p - 1} energies")
+        raise ValueError(f"{n} configurations cannot fit c0, {f} energies and {len(names)} covariates")
     beta, cov, r = _gls(a, y, s**2)
     dof = n - p
     chi2_red = float(np.sum((r / s) ** 2)) / dof
@@ -303,7 +326,9 @@ def fit_design(
     se = np.sqrt(np.diag(cov) * scale)
     tau = tau_up = rep_rms = math.nan
     if len(idx):
-        ll2 = rho_tau_profile(x, y, s, beta[1:], ysq, k, y1[idx] - y2, s1[idx] ** 2 + s2**2, y1[idx] ** 2 + y2**2)
+        ll2 = rho_tau_profile(
+            x, y, s, beta[1 : 1 + f], ysq, k, y1[idx] - y2, s1[idx] ** 2 + s2**2, y1[idx] ** 2 + y2**2, extra=extra
+        )
         ll = ll2.max(axis=0)  # ρ's profile over τ
         rho, rho_up = _bound(ll, RHO_GRID)
         tau, tau_up = _bound(ll2.max(axis=1), TAU_GRID)
@@ -312,19 +337,19 @@ def fit_design(
         rel = (y1[idx] - y2) / ((y1[idx] + y2) / 2.0)
         rep_rms = float(np.sqrt(np.mean(rel**2) / 2.0)) * 100.0
     else:
-        ll = rho_profile(x, y, s, beta[1:])
+        ll = rho_profile(x, y, s, beta[1 : 1 + f], extra=extra)
         rho, rho_up = _bound(ll, RHO_GRID)
         rho_fold = _fold(ll)
     # Leave the whole step out: its prediction from the other configurations (hat matrix of the weighted fit).
     h0 = float(a[0] @ cov @ a[0]) / s[0] ** 2
     pred0 = y[0] - r[0] / (1.0 - h0) if h0 < 1.0 - 1e-12 else math.nan
     pred0_se = math.sqrt(float(a[0] @ cov @ a[0]) * scale / max(1.0 - h0, 1e-12)) if h0 < 1.0 else math.nan
-    ones = np.ones(p)
+    ones = np.r_[np.ones(1 + f), np.zeros(p - 1 - f)]  # c0 + Σ e: the whole step, where every covariate is 0
     return DesignFit(
         c0_j=float(beta[0]),
         c0_se_j=float(se[0]),
-        energy_j=tuple(float(b) for b in beta[1:]),
-        energy_se_j=tuple(float(v) for v in se[1:]),
+        energy_j=tuple(float(b) for b in beta[1 : 1 + f]),
+        energy_se_j=tuple(float(v) for v in se[1 : 1 + f]),
         chi2_red=chi2_red,
         dof=dof,
         rho=rho,
@@ -332,7 +357,7 @@ def fit_design(
         rho_fold=rho_fold,
         residual_rms_pct=float(np.sqrt(np.mean(r**2)) / np.mean(y)) * 100.0,
         noise_rms_pct=float(np.sqrt(np.mean(s**2)) / np.mean(y)) * 100.0,
-        sum_j=float(beta.sum()),
+        sum_j=float(ones @ beta),
         sum_se_j=math.sqrt(float(ones @ cov @ ones) * scale),
         all_on_j=float(y[0]),
         all_on_loo_j=float(pred0),
@@ -341,4 +366,5 @@ def fit_design(
         tau=tau,
         tau_up=tau_up,
         replicate_rms_pct=rep_rms,
+        covariates={k: (float(beta[1 + f + j]), float(se[1 + f + j])) for j, k in enumerate(names)},
     )

@@ -1,0 +1,87 @@
+"""The design's "links" model: a kernel run without the one before it (a broken producer→consumer link) costs
+more; the whole step breaks no link, so that cost is fitted as κ per link beside the energies
+(replay_context.link_breaks, replay_design.fit_design's covariates)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from archline.measurement.attribute.replay import replay_energy
+from archline.measurement.attribute.replay_context import link_breaks
+from archline.measurement.attribute.replay_design import fit_design
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, NoisyMeasure
+from tests.unit.test_replay_context import FIXED_S, FIXED_W, coverage, in_step, step_nodes
+
+#: What a broken link costs the consumer (J): a read from memory instead of the L2.
+LINK_J = 0.04
+
+
+def chain_step(seed: int) -> FakeGraphGPU:
+    """``step_nodes(seed)`` with every node its own group, each drawing LINK_J more while the node before it is off."""
+    base = step_nodes(seed)
+    nodes, inter = [], {}
+    for i, n in enumerate(base):
+        a = LINK_J / (n.time_s * n.power_w) if i else 0.0  # the first node has no producer
+        nodes.append(FakeNode(f"{n.name}-{i}", n.time_s, n.power_w * (1.0 + a)))
+        if i:
+            inter[i] = (i - 1, 1.0 / (1.0 + a) - 1.0)  # with its producer on it draws its own power
+    return FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W, interactions=inter)
+
+
+def test_link_breaks_counts_consumers_run_without_their_producer() -> None:
+    cols = [[0, 3], [1], [2, 4]]  # capture order 0 1 2 3 4: factors 0 1 2 0 2
+    x = np.array([[1, 1, 1], [0, 0, 0], [0, 1, 1], [1, 0, 1], [1, 1, 0]], float)
+    # links (0→1), (1→2), (2→0), (0→2); broken where the first is off and the second on
+    assert link_breaks(x, cols).tolist() == [0.0, 0.0, 2.0, 1.0, 1.0]
+    assert link_breaks(x[:, :1], [[0, 1]]).tolist() == [0.0] * 5  # one factor: no link between factors
+
+
+def test_the_links_model_takes_the_broken_links_out_of_rho_and_the_energies() -> None:
+    folds: dict[str, list[float]] = {"additive": [], "links": []}
+    errs: dict[str, list[float]] = {"additive": [], "links": []}
+    cover1: list[bool] = []
+    cover2: list[bool] = []
+    kappas = []
+    for seed in range(6):
+        for model in ("additive", "links"):
+            gpu = chain_step(seed)
+            res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=seed), gpu.clock, top=2, marginal=False,
+                                design=60, design_seed=seed, design_model=model)  # fmt: skip
+            d = res.design
+            assert d is not None and d["model"] == model
+            folds[model].append(d["rho_fold"])
+            errs[model].append(abs(d["all_on_error_pct"]))
+            if model == "links":
+                k = d["covariates"]["broken_link_j"]
+                kappas.append((k["value"], k["se"]))
+                assert any("broken producer→consumer link" in n for n in res.notes)
+                cover1 += coverage(res, in_step(gpu), 1.0)
+                cover2 += coverage(res, in_step(gpu), 2.0)
+            else:
+                assert "covariates" not in d
+    assert max(folds["links"]) < 0.01 < min(folds["additive"])
+    assert float(np.mean(errs["links"])) < 0.5 * float(np.mean(errs["additive"]))
+    assert all(abs(v - LINK_J) <= 3 * se + 0.05 * LINK_J for v, se in kappas)
+    assert np.mean(cover1) >= 0.68 and np.mean(cover2) >= 0.95
+
+
+def test_a_prefix_design_breaks_no_link_and_stays_additive() -> None:
+    gpu = chain_step(1)
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=2, marginal=False, design=40, design_seed=1,
+                        design_kind="prefix", design_model="links")  # fmt: skip
+    assert res.design is not None and res.design["model"] == "additive" and "covariates" not in res.design
+
+
+def test_covariates_must_vanish_in_the_whole_step_and_unknown_models_are_refused() -> None:
+    x = np.vstack([np.ones(3), np.zeros(3), np.eye(3), 1 - np.eye(3)])
+    y, s = list(1.0 + x.sum(axis=1)), [0.01] * len(x)
+    with pytest.raises(ValueError, match="0 in the whole step"):
+        fit_design(x, y, s, covariates={"b": [1.0] + [0.0] * (len(x) - 1)})
+    fit = fit_design(x, y, s, covariates={"b": [0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 2.0, 2.0]})
+    assert set(fit.covariates) == {"b"} and math.isfinite(fit.covariates["b"][0])
+    gpu = chain_step(0)
+    with pytest.raises(ValueError, match="design model"):
+        replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, design=40, design_model="curved")
