@@ -53,7 +53,7 @@ def test_a_directory_without_a_design_is_one_line_exit_2(tmp_path: Path, capsys:
 def test_the_held_out_designs_print_their_own_tau(capsys: pytest.CaptureFixture[str]) -> None:
     dirs = [*sorted(ROOT.glob("results/h100/attribution-s14/*/*-replay")),
             *sorted(ROOT.glob("results/h200/attribution-s14/*/*-replay"))]  # fmt: skip
-    assert len(dirs) == 4 and load_bench("design_replicates").main([str(d) for d in dirs]) == 0
+    assert len(dirs) == 5 and load_bench("design_replicates").main([str(d) for d in dirs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_replicates_s14_heldout.txt").read_text().splitlines()
     assert all(line.split()[-1] != "-" for line in got[1:-1])  # each has replicates: its own τ and ρ

@@ -109,6 +109,7 @@ def test_the_session_14_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     runs = [
         ROOT / "results" / "h100" / "attribution-s14" / "replicates-GPU-5752653f",
         ROOT / "results" / "h200" / "attribution-s14" / "replicates-GPU-07aac0c1",
+        ROOT / "results" / "h100" / "attribution-s14" / "links-GPU-b2a29c9b",
     ]
     assert _load().main([str(r) for r in runs]) == 0
     got = capsys.readouterr().out.splitlines()
