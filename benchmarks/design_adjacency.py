@@ -4,7 +4,7 @@
 
 A REPLAY_DIR is a replay run directory whose design recorded its factors' nodes (``factor_nodes``, session 13 on).
 Groups whose nodes follow each other in capture order are neighbours. The design's configurations (each the mean
-of its measurements where it has replicates) are fitted three ways, each scored by 10-fold cross-validation (the
+of its measurements where it has replicates) are fitted four ways, each scored by 10-fold cross-validation (the
 whole step and the fixed cost always in the training folds; the error as a share of the mean configuration's
 energy):
 
@@ -19,9 +19,9 @@ energy):
 Also printed: κ ± 1 σ (mJ per broken link), and √E[ρ²] of archline's fit (fit_design, replicates included) under
 the additive and the links model.
 
-Printed per design: its factors, neighbour pairs, and the three cross-validated RMS errors in %. Information for
-choosing a next design model, not a rule archline applies; it chose nothing yet. A directory without a design with
-``factor_nodes`` is one line and exit 2.
+Printed per design: its factors, neighbour pairs, and the four cross-validated RMS errors in %. It chose the links
+model (session 14); the pair models are information, not a rule archline applies. A directory without a design
+with ``factor_nodes`` is one line and exit 2.
 """
 
 from __future__ import annotations

@@ -8,10 +8,11 @@ For post-hoc comparisons of the fold on replays recorded before it changed: the 
 ``rho_fold`` and the current fold's text. The copy is then a replay as this archline would have written it
 (e.g. for ``benchmarks/redo_attribution.py --prior-replay OUT_DIR``). A design with replicates (session 14) is
 refitted with them, as archline fits it; ``--no-replicates`` refits it from each configuration's first
-measurement alone, as archline before session 14 would have, and rewrites the in-step energies too (the
-counterfactual of a held-out run: what the replicates changed). A design is refitted with the model it recorded
-(``links`` since session 14, else additive); ``--model links|additive`` refits it with another (``links`` needs the
-design's ``factor_nodes``, session 13 on) and rewrites the in-step energies. Bad input: one line, exit 2.
+measurement alone, with the design's model (``--model additive --no-replicates``: archline before session 14),
+and rewrites the in-step energies too (the counterfactual of a held-out run: what the replicates changed). A
+design is refitted with the model it recorded (``links`` since session 14, else additive); ``--model
+links|additive`` refits it with another (``links`` needs the design's ``factor_nodes``, session 13 on) and
+rewrites the in-step energies. Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def refold(
             n += 1
         drop = ("replicates", "tau", "tau_up", "replicate_rms_pct", "covariates") + (() if replicates else ("repeats",))
         kept = {k: v for k, v in design.items() if k not in drop}
-        summary = {**kept, **fit.summary(), "model": model, "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}
+        summary = {**kept, **fit.summary(), "model": model if covariates else "additive",
+                   "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}  # fmt: skip
         if "step_j" in design:  # Σ e + c0 against the whole step measured apart, with the refitted sum
             step, sd = float(design["step_j"]), float(np.hypot(fit.sum_se_j, step_sigma_j))
             summary["sum_vs_step_pct"] = (fit.sum_j / step - 1.0) * 100.0

@@ -41,7 +41,7 @@ for S in "$@"; do
     ls $S/$w-run/raw/cupti/*.bin.xz >/dev/null 2>&1 || { echo "$S/$w-run: no raw CUPTI trace; run scripts/restore_traces.sh" >&2; exit 2; }
     cp -r "$S/$w-run" "$tmp/$set_name-$w"
     log="$L/redo-$tag-GPU-$board-$w.log"
-    { echo "# ${REFOLD:+REFOLD=$REFOLD (replays refolded: benchmarks/refold_replay.py) }scripts/redo_runs.sh $tag ${args[*]:-} at $(git rev-parse --short HEAD): python benchmarks/redo_attribution.py" \
+    { echo "# ${REFOLD:+REFOLD=$REFOLD ${REFOLD_ARGS:+REFOLD_ARGS=\"$REFOLD_ARGS\" }(replays refolded: benchmarks/refold_replay.py) }scripts/redo_runs.sh $tag ${args[*]:-} at $(git describe --always --dirty): python benchmarks/redo_attribution.py" \
         "$S/$w-run --cupti $S/$w-run/raw/cupti/*.bin.xz --prior-replay $S/$w-replay ${args[*]:-} (on a copy of the run directory)"
       "$py" benchmarks/redo_attribution.py "$tmp/$set_name-$w" --cupti "$tmp/$set_name-$w"/raw/cupti/*.bin.xz \
         --prior-replay "$S/$w-replay" --save "${log%.log}.attribution.json" "${args[@]}" 2>&1

@@ -49,7 +49,8 @@ def test_the_links_model_takes_the_broken_links_out_of_rho_and_the_energies() ->
         for model in ("additive", "links"):
             gpu = chain_step(seed)
             res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=seed), gpu.clock, top=2, marginal=False,
-                                design=60, design_seed=seed, design_model=model)  # fmt: skip
+                                design=60, design_seed=seed, design_model=model,
+                                design_replicates=8 if seed % 2 else None)  # fmt: skip
             d = res.design
             assert d is not None and d["model"] == model
             folds[model].append(d["rho_fold"])
@@ -85,3 +86,42 @@ def test_covariates_must_vanish_in_the_whole_step_and_unknown_models_are_refused
     gpu = chain_step(0)
     with pytest.raises(ValueError, match="design model"):
         replay_energy(gpu, NoisyMeasure(gpu), gpu.clock, design=40, design_model="curved")
+
+
+def test_the_links_model_falls_back_to_additive_where_links_cannot_be_told_from_the_groups() -> None:
+    """One switchable group: no link between factors, so no covariate; the design is fitted as additive, with a note."""
+    gpu = FakeGraphGPU([FakeNode("only", 0.002, 400.0)] * 3, fixed_s=FIXED_S, fixed_w=FIXED_W)
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=2), gpu.clock, top=1, marginal=False, design=20, design_seed=2,
+                        design_model="links")  # fmt: skip
+    assert res.design is not None and res.design["model"] == "additive"
+    assert any("fitted as additive" in n for n in res.notes)
+
+
+def test_covariates_stay_out_of_the_energies_and_of_the_steps_sum() -> None:
+    """With replicates and the links covariate: Σ e + c0 is the whole step's prediction without κ, and each energy's σ
+    is the fit's own (an independent weighted least squares, scaled by the reduced χ² as fit_design does)."""
+    from archline.measurement.attribute.replay_design import Repeat
+
+    rng = np.random.default_rng(5)
+    cols = [[g, g + 8] for g in range(8)]
+    x = np.vstack([np.ones(8), np.zeros(8), (rng.random((38, 8)) < 0.5).astype(float)])
+    b = link_breaks(x, cols)
+    e = rng.uniform(0.1, 0.4, 8)
+    y = 0.05 + x @ e + 0.02 * b + rng.normal(0, 2e-3, len(x))
+    s = np.full(len(x), 2e-3)
+    fit = fit_design(x, list(y), list(s), [Repeat(0, float(y[0]) + 1e-3, 2e-3)], {"broken_link_j": b.tolist()})
+    assert fit.sum_j == pytest.approx(fit.c0_j + sum(fit.energy_j), rel=1e-12)
+    assert fit.covariates["broken_link_j"][0] == pytest.approx(0.02, abs=4 * fit.covariates["broken_link_j"][1])
+    y0 = y.copy()
+    y0[0] = (y[0] + y[0] + 1e-3) / 2  # the whole step: the mean of its two measurements
+    s0 = s.copy()
+    s0[0] = math.hypot(2e-3, 2e-3) / 2
+    a = np.hstack([np.ones((len(x), 1)), x, b[:, None]])
+    w = 1 / s0**2
+    cov = np.linalg.inv(a.T @ (a * w[:, None]))
+    beta = cov @ (a.T @ (w * y0))
+    chi2 = float(np.sum(w * (y0 - a @ beta) ** 2)) / (len(x) - a.shape[1])
+    se = np.sqrt(np.diag(cov) * max(1.0, chi2))
+    assert np.allclose(fit.energy_j, beta[1:9], rtol=1e-9) and np.allclose(fit.energy_se_j, se[1:9], rtol=1e-9)
+    ones = np.r_[np.ones(9), 0.0]
+    assert fit.sum_se_j == pytest.approx(math.sqrt(float(ones @ cov @ ones) * max(1.0, chi2)), rel=1e-9)

@@ -104,7 +104,9 @@ def link_breaks(x: Array, cols: Sequence[Sequence[int]]) -> Array:
     """Each configuration's broken links: among the factors' nodes in capture order, the pairs of consecutive nodes
     of different factors whose first is off and second on (a consumer that runs without the kernel before it, so
     it reads what that kernel did not write this time, from memory rather than the L2). 0 in the whole step and in
-    the fixed cost's configuration. ``x``: on/off flags per factor; ``cols``: each factor's node indices."""
+    the fixed cost's configuration. ``x``: on/off flags per factor; ``cols``: each factor's node indices. Nodes
+    that are not factors (the base: memsets, pinned groups) are skipped, so a chain A → memset → B counts as a link
+    A → B."""
     owner = {int(i): g for g, idx in enumerate(cols) for i in idx}
     order = sorted(owner)
     pairs = [(owner[a], owner[b]) for a, b in itertools.pairwise(order) if owner[a] != owner[b]]
@@ -283,8 +285,15 @@ def run_context(
     repeats = [
         Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j) and math.isfinite(m.sigma_j)
     ]
-    links = model == "links" and kind == "halves"
-    covariates = {"broken_link_j": link_breaks(x, cols).tolist()} if links else None
+    breaks = link_breaks(x, cols) if model == "links" and kind == "halves" else None
+    links = breaks is not None and bool(np.any(breaks))
+    if breaks is not None and links:
+        full = np.hstack([np.ones((x.shape[0], 1)), x, breaks[:, None]])
+        links = int(np.linalg.matrix_rank(full)) == x.shape[1] + 2
+    if breaks is not None and not links:
+        out.notes.append("the links model was asked for, but this design's broken links cannot be told from its "
+                         "groups (one group, or links that follow the groups exactly): fitted as additive")  # fmt: skip
+    covariates = {"broken_link_j": breaks.tolist()} if links and breaks is not None else None
     try:
         fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats, covariates)
     except ValueError as exc:
