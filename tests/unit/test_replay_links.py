@@ -125,3 +125,16 @@ def test_covariates_stay_out_of_the_energies_and_of_the_steps_sum() -> None:
     assert np.allclose(fit.energy_j, beta[1:9], rtol=1e-9) and np.allclose(fit.energy_se_j, se[1:9], rtol=1e-9)
     ones = np.r_[np.ones(9), 0.0]
     assert fit.sum_se_j == pytest.approx(math.sqrt(float(ones @ cov @ ones) * max(1.0, chi2)), rel=1e-9)
+
+
+def test_the_report_names_the_links_model_and_its_cost() -> None:
+    from archline.report.replay import design_text
+
+    gpu = chain_step(2)
+    res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=2), gpu.clock, top=2, marginal=False, design=60,
+                        design_seed=2, design_model="links")  # fmt: skip
+    assert res.design is not None
+    text = design_text(res.design)
+    k = res.design["covariates"]["broken_link_j"]
+    assert "cost per broken producer→consumer link" in text and f"{1e3 * k['value']:.3g} ±" in text
+    assert "broken producer" not in design_text({**res.design, "model": "additive"})

@@ -152,6 +152,13 @@ def design_text(d: Mapping[str, Any]) -> str:
             if d.get("replicates")
             else ""
         )
+        + (
+            f" Fitted with a cost per broken producer→consumer link (a kernel run without the one before it) of "
+            f"{_f(_mj(d['covariates']['broken_link_j'].get('value')), '.3g')} ± "
+            f"{_f(_mj(d['covariates']['broken_link_j'].get('se')), '.2g')} mJ, which the whole step has none of."
+            if d.get("model") == "links" and "broken_link_j" in (d.get("covariates") or {})
+            else ""
+        )
         + (" Its configurations are random prefixes of the step." if d.get("kind") == "prefix" else "")
         + (
             f" Each group was on in {_f(_pct(d.get('p_on')), '.0f')} % of them; the interval folds ρ for that share "
@@ -173,6 +180,13 @@ def _int(v: Any) -> int:
         return int(float(v))
     except (TypeError, ValueError):
         return 0
+
+
+def _mj(v: Any) -> float | None:
+    try:
+        return 1e3 * float(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def _pct(v: Any) -> float | None:
