@@ -137,4 +137,5 @@ def test_the_report_names_the_links_model_and_its_cost() -> None:
     text = design_text(res.design)
     k = res.design["covariates"]["broken_link_j"]
     assert "cost per broken producer→consumer link" in text and f"{1e3 * k['value']:.3g} ±" in text
+    assert "fitted as c0 + Σ e + κ·links" in text and any("c0 + Σ e_g + κ·links" in n for n in res.notes)
     assert "broken producer" not in design_text({**res.design, "model": "additive"})

@@ -136,7 +136,8 @@ def design_text(d: Mapping[str, Any]) -> str:
         return ""
     return (
         f" Context energies: randomized design of {d.get('configurations')} configurations (seed {d.get('seed')}, "
-        f"{d.get('factors')} factors) fitted as c0 + Σ e; c0 = {_f(d.get('c0_j'), '.4g')} ± "
+        f"{d.get('factors')} factors) fitted as c0 + Σ e{' + κ·links' if d.get('model') == 'links' else ''}; "
+        f"c0 = {_f(d.get('c0_j'), '.4g')} ± "
         f"{_f(d.get('c0_se_j'), '.2g')} J per replay; neighbour dependence ρ = {_f(_pct(d.get('rho')), '.1f')} % "
         f"(95 % upper bound {_f(_pct(d.get('rho_up')), '.1f')} %"
         + (f"; √E[ρ²] {_f(_pct(d.get('rho_fold')), '.1f')} %, folded into each σ" if "rho_fold" in d else "")

@@ -477,7 +477,8 @@ def _note(s: Mapping[str, Any]) -> str:
         + (f", each group on in {100 * s['p_on']:.0f} % of them" if s.get("p_on", 0.5) != 0.5 else "")
         + f") of {s['configurations']} configurations "
         f"(seed {s['seed']}) fitted "
-        f"as c0 + Σ e_g; c0 = {s['c0_j']:.4g} ± {s['c0_se_j']:.2g} J per replay; neighbour dependence ρ = "
+        f"as c0 + Σ e_g{' + κ·links' if s.get('model') == 'links' else ''}; c0 = {s['c0_j']:.4g} ± "
+        f"{s['c0_se_j']:.2g} J per replay; neighbour dependence ρ = "
         f"{100 * s['rho']:.1f} % (95 % upper bound {100 * s['rho_up']:.1f} %; √E[ρ²] "
         f"{100 * s.get('rho_fold', s['rho_up']):.1f} %, folded in as {s['fold']}); "
         f"residual RMS {s['residual_rms_pct']:.2f} % (noise {s['noise_rms_pct']:.2f} %); Σ e + c0 is "
