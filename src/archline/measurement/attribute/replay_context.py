@@ -285,15 +285,18 @@ def run_context(
     repeats = [
         Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j) and math.isfinite(m.sigma_j)
     ]
-    breaks = link_breaks(x, cols) if model == "links" and kind == "halves" else None
-    links = breaks is not None and bool(np.any(breaks))
-    if breaks is not None and links:
-        full = np.hstack([np.ones((x.shape[0], 1)), x, breaks[:, None]])
-        links = int(np.linalg.matrix_rank(full)) == x.shape[1] + 2
-    if breaks is not None and not links:
-        out.notes.append("the links model was asked for, but this design's broken links cannot be told from its "
-                         "groups (one group, or links that follow the groups exactly): fitted as additive")  # fmt: skip
-    covariates = {"broken_link_j": breaks.tolist()} if links and breaks is not None else None
+    covariates = None
+    if model == "links" and kind == "halves":
+        breaks = link_breaks(x, cols)
+        # no link, or links that follow the groups exactly: the cost cannot be told from the energies
+        if np.linalg.matrix_rank(np.hstack([np.ones((x.shape[0], 1)), x, breaks[:, None]])) == x.shape[1] + 2:
+            covariates = {"broken_link_j": breaks.tolist()}
+        else:
+            out.notes.append(
+                "the links model was asked for, but this design's broken links cannot be told from its groups "
+                "(one group, or links that follow the groups exactly): fitted as additive"
+            )
+    links = covariates is not None
     try:
         fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats, covariates)
     except ValueError as exc:

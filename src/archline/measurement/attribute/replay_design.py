@@ -330,7 +330,7 @@ def fit_design(
         s[idx] = np.sqrt(s1[idx] ** 2 + s2**2) / 2.0
         ysq[idx] = (y1[idx] ** 2 + y2**2) / 2.0
     names = list(covariates or {})
-    extra = np.array([np.asarray((covariates or {})[k], np.float64) for k in names]).T if names else None
+    extra = np.array([np.asarray((covariates or {})[name], np.float64) for name in names]).T if names else None
     if extra is not None and (extra.shape[0] != len(y) or not np.all(extra[0] == 0.0)):
         raise ValueError("each covariate needs one value per configuration, 0 in the whole step")
     a = _model_matrix(x, extra)
@@ -386,5 +386,5 @@ def fit_design(
         tau=tau,
         tau_up=tau_up,
         replicate_rms_pct=rep_rms,
-        covariates={k: (float(beta[1 + f + j]), float(se[1 + f + j])) for j, k in enumerate(names)},
+        covariates={name: (float(beta[1 + f + j]), float(se[1 + f + j])) for j, name in enumerate(names)},
     )
