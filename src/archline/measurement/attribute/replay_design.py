@@ -27,7 +27,7 @@ the two differ by up to 2.8 % where their combined σ is 0.34–0.57 % (1.83 % o
 give τ̂ = 1.00 % (95 % bound 1.50 %); with τ at that value the designs' √E[ρ²] falls from 4.2–5.3 % to
 1.9–3.9 % (benchmarks/design_replicates.py, docs/data/design_replicates_s14.txt; post hoc: it chose the rule).
 Held out on three new boards (session 14, docs/replay.md) the replicates found τ of 0–1.5 % and took
-0.02–2.4 points out of √E[ρ²]: on two of them most of ρ is the configurations' own, repeatable non-additivity. Without
+0.0–2.4 points out of √E[ρ²]: on two of them most of ρ is the configurations' own, repeatable non-additivity. Without
 replicates τ is not fitted (NaN in the fit, absent from the summary) and the fit is as before. The grid's τ
 steps by 0.25 %, so a bound of 0 means below 0.25 %. (Splitting each pair into its mean and difference is
 exact where the two measurements' variances are equal; they differ little.)
