@@ -1,0 +1,35 @@
+"""benchmarks/anchor_check.py: anchoring the in-step energies on the isolated replays fails where kernels interact
+in pairs (session 15's finding), and the table it ships is what it prints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.helpers.bench import ROOT, load_bench
+
+
+def test_the_anchor_undercovers_pairwise_interactions_that_the_design_covers() -> None:
+    mod = load_bench("anchor_check")
+    for amp, anchored_max in ((0.1, 0.7), (0.05, 0.7)):
+        runs = [mod.simulate(s, amp) for s in range(12)]
+        hits = [h for got, _ in runs for h in got]
+        assert np.mean([h[0] for h in hits]) >= 0.9  # the design's fold covers
+        assert np.mean([h[1] for h in hits]) <= anchored_max  # the anchor does not
+        assert 0.4 <= np.mean([z for _, z in runs]) <= 1.2  # while its own check looks fine
+    runs = [mod.simulate(s, 0.0) for s in range(12)]  # without interactions both cover
+    assert min(np.mean([h[k] for got, _ in runs for h in got]) for k in (0, 1)) >= 0.9
+
+
+def test_the_shipped_table_is_the_benchmarks_output(capsys: object) -> None:
+    mod = load_bench("anchor_check")
+    shipped = (ROOT / "docs/data/anchor_check_s15.txt").read_text().splitlines()
+    dirs = sorted(ROOT.glob("results/*/attribution-s1[34]/*/*-replay"))
+    assert len(dirs) == 9
+    lines = mod.real_table(dirs)
+    assert lines == shipped[: len(lines)]
+    assert "transformer" in "".join(lines) and "resnet50" in "".join(lines)
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: object, capsys: object) -> None:
+    mod = load_bench("anchor_check")
+    assert mod.main([str(tmp_path)]) == 2
