@@ -22,7 +22,7 @@
 #   latency         archline characterize --only lat (pointer-chase latency alone)
 #   model           benchmarks/validate_model_ml.py on the roofline step's run (the frozen model's scores)
 #   interleaved     benchmarks/overhead_interleaved.py (the default's cost inside one process: the transformer step
-#                   and the decode loop, INTERLEAVED_SECONDS each, sensors toggled every 10 s)
+#                   and the decode loop, INTERLEAVED_SECONDS each, sensors toggled every INTERLEAVED_TOGGLE_S s, 10 by default)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
 #                   training and a decode loop; 7 alternating pairs of 20 s blocks (two duty periods), children pinned;
 #                   ~5-6 min per workload: pass OVERHEAD_WORKLOADS=one per call)
@@ -109,7 +109,7 @@ for s in "$@"; do
               mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
     interleaved) iw=/tmp/archline-interleaved-${ON_GPU:-0}; rm -rf "$iw"  # the default's cost inside one process
               step interleaved ${INTERLEAVED_LIMIT:-570} python3 "$B/overhead_interleaved.py" --gpu ${ON_GPU:-0} \
-                --workloads ${INTERLEAVED_WORKLOADS:-torch,decode} --seconds ${INTERLEAVED_SECONDS:-150} --toggle-s 10 --out "$iw"
+                --workloads ${INTERLEAVED_WORKLOADS:-torch,decode} --seconds ${INTERLEAVED_SECONDS:-150} --toggle-s ${INTERLEAVED_TOGGLE_S:-10} --out "$iw"
               lscpu -e >"$OUT/logs/lscpu.txt" 2>&1
               mkdir -p "$R/bench/overhead-interleaved" && cp "$iw/overhead_interleaved.json" "$R/bench/overhead-interleaved/" ;;
     datacheck) step datacheck 300 python3 "$B/replay_data_check.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/replay_data_check.json"
