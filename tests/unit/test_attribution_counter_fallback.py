@@ -27,7 +27,9 @@ def _forced(monkeypatch: pytest.MonkeyPatch, low: dict[str, float]) -> list[str]
     def fit(d: Any, data: Any, opts: Any) -> Any:
         cols = real(d, data, opts)
         seen.append(data.source)
-        fits = [dataclasses.replace(f, rho_low=low[data.source]) if f.source == "replay" else f for f in cols.scale_fits]
+        fits = [
+            dataclasses.replace(f, rho_low=low[data.source]) if f.source == "replay" else f for f in cols.scale_fits
+        ]
         return dataclasses.replace(cols, scale_fits=fits)
 
     monkeypatch.setattr(attribution_mod, "_fit", fit)

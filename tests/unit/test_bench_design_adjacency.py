@@ -44,3 +44,10 @@ def test_a_design_without_factor_nodes_is_one_line_exit_2(tmp_path: Path, capsys
     assert load_bench("design_adjacency").main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "factor_nodes" in err[0]
+
+
+def test_the_session_15_designs_print_their_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    dirs = sorted(ROOT.glob("results/h100/attribution-s15/*/*-replay"))
+    assert load_bench("design_adjacency").main([str(d) for d in dirs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_adjacency_s15.txt").read_text().splitlines()

@@ -57,3 +57,10 @@ def test_the_held_out_designs_print_their_own_tau(capsys: pytest.CaptureFixture[
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_replicates_s14_heldout.txt").read_text().splitlines()
     assert all(line.split()[-1] != "-" for line in got[1:-1])  # each has replicates: its own τ and ρ
+
+
+def test_the_session_15_designs_print_their_own_tau(capsys: pytest.CaptureFixture[str]) -> None:
+    dirs = sorted(ROOT.glob("results/h100/attribution-s15/*/*-replay"))
+    assert len(dirs) == 4 and load_bench("design_replicates").main([str(d) for d in dirs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_replicates_s15.txt").read_text().splitlines()

@@ -114,3 +114,12 @@ def test_the_session_14_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     assert _load().main([str(r) for r in runs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s14.txt").read_text().splitlines()
+
+
+def test_the_session_15_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    runs = [
+        ROOT / "results" / "h100" / "attribution-s15" / f"heldout-GPU-{b}" for b in ("73c8ce09", "b141875d", "2979dd19")
+    ]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s15.txt").read_text().splitlines()

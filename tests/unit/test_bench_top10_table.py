@@ -53,3 +53,13 @@ def test_the_session_14_run_sets_print_their_docs_table(capsys: pytest.CaptureFi
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "top10_table_s14.txt").read_text().splitlines()
     assert [line.split()[2] for line in got[1:]] == ["10"] * 5
+
+
+def test_the_session_15_run_sets_print_their_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    sets = [
+        ROOT / "results" / "h100" / "attribution-s15" / f"heldout-GPU-{b}" for b in ("73c8ce09", "b141875d", "2979dd19")
+    ]
+    assert load_bench("top10_table").main([str(p) for p in sets]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "top10_table_s15.txt").read_text().splitlines()
+    assert got[-1].split()[-3:] == ["10", "10", "10"]  # GPU-2979dd19: all ten within 15 % and inside their intervals
