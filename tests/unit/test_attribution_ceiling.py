@@ -84,6 +84,12 @@ def test_a_kernel_between_others_may_draw_more_than_the_limit_one_that_fills_the
     assert not by[None].table["conv_fwd"].identifiable and "limit" in by[None].table["conv_fwd"].note
     fwd = by[600.0].table["conv_fwd"]
     assert fwd.identifiable and fwd.mean_power_w == pytest.approx(450.0, rel=0.05)
+    # above the limit × 1.05 and within its bound: identified, and its note says why that is possible
+    assert "above the 400 W limit × 1.05" in fwd.note and "burst ceiling" in fwd.note
+    assert (
+        "above the" not in by[600.0].table["conv_bwd"].note.split(";")[-1]
+        or not by[600.0].table["conv_bwd"].identifiable
+    )
     bounds = by[600.0].extra["power_bound_w"]
     assert bounds["conv_fwd"] == pytest.approx(LIMIT_SLACK * 600.0)
     assert LIMIT_SLACK * 400.0 <= bounds["conv_bwd"] < LIMIT_SLACK * 600.0

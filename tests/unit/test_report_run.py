@@ -106,7 +106,14 @@ def test_rows_above_the_power_limit_are_flagged() -> None:
     rows = [_row("ok", 7.3), _row("impossible", 10.4), {"name": "(idle)", "kind": "idle", "mean_power_w": 900.0}]
     notes = power_limit_notes(rows, 700.0)  # 730 W is within 5 %, 1040 W is not
     assert len(notes) == 1 and notes[0].startswith("impossible: mean power 1040 W") and "700 W" in notes[0]
+    assert notes[0].endswith("impossible, do not trust this row")
     assert power_limit_notes(rows, None) == []
+    # within the row's bound (the burst ceiling) it is possible, and said so; above it, still impossible
+    within = power_limit_notes(rows, 700.0, {"impossible": 1067.0})
+    assert len(within) == 1 and "within its 1067 W bound" in within[0] and "possible" in within[0]
+    assert "do not trust" not in within[0]
+    above = power_limit_notes(rows, 700.0, {"impossible": 1000.0})
+    assert len(above) == 1 and above[0].endswith("impossible, do not trust this row")
 
 
 def test_timeline_has_power_counter_and_one_lane_per_top_kernel(small_run: Any) -> None:

@@ -284,16 +284,19 @@ def _counter_if_buffer_refuted(
     notes: list[str],
 ) -> tuple[_FitData, ColumnFit]:
     """Step 3b (session 15): where the power buffer's windows contradict a prior source's measured spread (replay's
-    design) and the energy counter's windows do not, fit on the counter's. A 20 ms window leans on the buffer's
-    assumed delay and response, which a steady loop cannot check (the delay is then taken as 0); a 100 ms window
-    hardly does. On H100 GPU-73c8ce09 the transformer's buffer windows asked for a spread of ≥ 67 % where its design
-    measured 3.7 % and the counter's windows agreed with the design (docs/attribution.md, session 15)."""
+    design), and the energy counter's windows calibrate every source with a measured spread without contradicting
+    it, fit on the counter's; where they are too few to calibrate one, or contradict one too, the buffer's fit stays.
+    A 20 ms window leans on the buffer's assumed delay and response, which a steady loop cannot check (the delay is
+    then taken as 0); a 100 ms window hardly does. On H100 GPU-73c8ce09 the transformer's buffer windows asked for a
+    spread of ≥ 67 % where its design measured 3.7 % and the counter's windows agreed with the design
+    (docs/attribution.md, session 15)."""
     refuted = [f for f in cols.scale_fits if f.refuted]
     if data.source != "buffer" or not refuted:
         return data, cols
     alt = _fit_data(d, s, long_e, buf, replace(opts, fit_source="counter"), [])
     alt_cols = _fit(d, alt, opts)
-    if any(f.refuted or not f.calibrated for f in alt_cols.scale_fits if f.source in {r.source for r in refuted}):
+    # every source with a measured spread must be calibrated on the counter's windows, and not contradicted there
+    if any(f.refuted or not f.calibrated for f in alt_cols.scale_fits if math.isfinite(f.rho_measured)):
         return data, cols
     lows = ", ".join(f"{100 * f.rho_low:.1f} %" for f in refuted)
     notes[:] = [n for n in notes if not n.startswith("kernel powers fitted on ") or "power-buffer windows" not in n]

@@ -231,6 +231,13 @@ def column_rows(
         over = limit_note(power_limit_w, bool(cols.at_limit[k]), e / t_all if t_all > 0 else math.nan, bound_k)
         if over:
             identifiable, note = False, over
+        elif power_limit_w and bound_k is not None and t_all > 0 and e / t_all > LIMIT_SLACK * power_limit_w:
+            # below its bound (the burst ceiling), above the limit: possible in bursts, and said
+            burst = (
+                f"above the {power_limit_w:.0f} W limit × {LIMIT_SLACK:g} at {e / t_all:.0f} W, within its "
+                f"{bound_k:.0f} W bound (the burst ceiling: a kernel can draw more than the limit in bursts)"
+            )
+            note = f"{note}; {burst}" if note else burst
         rows.append(
             KernelRow(
                 name=d.col_names[k],
