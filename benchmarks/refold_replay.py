@@ -12,7 +12,8 @@ measurement alone, with the design's model (``--model additive --no-replicates``
 and rewrites the in-step energies too (the counterfactual of a held-out run: what the replicates changed). A
 design is refitted with the model it recorded (``links`` since session 14, else additive); ``--model
 links|additive`` refits it with another (``links`` needs the design's ``factor_nodes``, session 13 on) and
-rewrites the in-step energies. Bad input: one line, exit 2.
+rewrites the in-step energies; ``--first N`` refits it from its first N configurations (what a smaller design budget
+would have given; session 15). Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -34,17 +35,24 @@ def refold(
     replicates: bool = True,
     model: str | None = None,
     step_sigma_j: float = 0.0,
+    first: int | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, str]], int]:
     """The design summary and rows with the current fold; how many rows were refolded. ValueError where a row's
     in-step energy matches no refitted factor (a design refitted differently). ``replicates=False``: refit from the
-    first measurements alone and rewrite the rows' in-step energies (matched by the design's factor names)."""
+    first measurements alone and rewrite the rows' in-step energies (matched by the design's factor names).
+    ``first``: refit from the design's first ``first`` configurations (and the replicates among them) alone, and
+    rewrite the in-step energies: what a smaller design budget would have given."""
     from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma, link_breaks
     from archline.measurement.attribute.replay_design import Repeat, fit_design
 
     configs = design["configs"]
+    if first is not None:
+        if not 2 <= first <= len(configs):
+            raise ValueError(f"--first must be between 2 and the design's {len(configs)} configurations, not {first}")
+        configs = configs[:first]
     x = np.asarray([[float(ch == "1") for ch in c["on"]] if isinstance(c["on"], str) else c["on"] for c in configs])
     reps = [Repeat(int(r["row"]), float(r["energy_j"]), float(r["sigma_j"])) for r in design.get("repeats") or []]
-    reps = [r for r in reps if np.isfinite(r.energy_j)]
+    reps = [r for r in reps if np.isfinite(r.energy_j) and r.row < len(configs)]
     recorded = str(design.get("model", "additive"))
     model = model or recorded
     covariates = None
@@ -57,7 +65,7 @@ def refold(
         x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs], reps if replicates else (), covariates
     )
     e = np.asarray(fit.energy_j)
-    if (not replicates and reps) or model != recorded:
+    if (not replicates and reps) or model != recorded or first is not None:
         names = design.get("factor_names")
         if not isinstance(names, list) or len(names) != len(e):
             raise ValueError("a design refitted another way needs its factor names (recorded since session 13)")
@@ -75,6 +83,10 @@ def refold(
             n += 1
         drop = ("replicates", "tau", "tau_up", "replicate_rms_pct", "covariates") + (() if replicates else ("repeats",))
         kept = {k: v for k, v in design.items() if k not in drop}
+        if first is not None:  # the smaller design, as it would have been recorded
+            kept["configs"], kept["configurations"] = configs, len(configs)
+            if "repeats" in kept:
+                kept["repeats"] = [r for r in kept["repeats"] or [] if int(r["row"]) < len(configs)]
         summary = {**kept, **fit.summary(), "model": model if covariates else "additive",
                    "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}  # fmt: skip
         if "step_j" in design:  # Σ e + c0 against the whole step measured apart, with the refitted sum
@@ -106,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--no-replicates", action="store_true", help="refit from each configuration's first measurement")
     ap.add_argument("--model", choices=("links", "additive"), help="refit with this design model")
+    ap.add_argument("--first", type=int, help="refit from the design's first N configurations alone")
     a = ap.parse_args(argv)
     try:
         summary = json.loads((a.replay_dir / "replay.json").read_text())
@@ -115,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         design = summary.get("design")
         if not isinstance(design, dict) or not design.get("configs"):
             raise ValueError("no randomized design to refold")
-        new_design, new_rows, n = refold(design, rows, replicates=not a.no_replicates, model=a.model,
+        new_design, new_rows, n = refold(design, rows, replicates=not a.no_replicates, model=a.model, first=a.first,
                                          step_sigma_j=float(summary.get("step_sigma_j") or 0.0))  # fmt: skip
     except (OSError, ValueError, KeyError) as exc:
         print(f"refold_replay: {a.replay_dir}: {exc}", file=sys.stderr)
