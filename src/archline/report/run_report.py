@@ -215,7 +215,7 @@ def render_run_report(run: RunDir, out_dir: Path) -> RenderedReport:
     doc = Document(f"GPU energy by kernel: `{' '.join(m.command) if m.command else '(Python API)'}`")
     doc.add(_header(run, result, limit_w))
     doc.add(kernel_table(rows, result.confidence), unattributed_table(rows, result.confidence))
-    bounds = result.extra.get("power_bound_w") if isinstance(result.extra, dict) else None
+    bounds = result.extra.get("power_bound_w")
     notes = [*warnings, *power_limit_notes(rows, limit_w, bounds if isinstance(bounds, dict) else None)]
     notes += [*m.notes, *result.notes]
     if result.whole_program_only:

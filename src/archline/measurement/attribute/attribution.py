@@ -264,7 +264,6 @@ def _fit_data(
         xb, yb = buffer_design(d, s.integral, s.scale, s.kept, model=model)
         if xb.shape[0] >= max(2 * len(y_short), active.size + 3):
             xa, y_short, fit_windows = xb[:, active], yb, "buffer"
-            notes.append(f"kernel powers fitted on {xb.shape[0]} power-buffer windows, scaled to the energy counter")
     elif opts.fit_source not in ("buffer", "counter"):
         raise ValueError(f"unknown fit_source {opts.fit_source!r}")
     span_s = float(sum(b - a for a, b in s.kept))
@@ -299,7 +298,6 @@ def _counter_if_buffer_refuted(
     if any(f.refuted or not f.calibrated for f in alt_cols.scale_fits if math.isfinite(f.rho_measured)):
         return data, cols
     lows = ", ".join(f"{100 * f.rho_low:.1f} %" for f in refuted)
-    notes[:] = [n for n in notes if not n.startswith("kernel powers fitted on ") or "power-buffer windows" not in n]
     notes.append(
         f"kernel powers fitted on the energy counter's {alt.x.shape[0]} windows, not the power buffer's "
         f"{data.x.shape[0]}: the buffer's windows contradicted the measured spread of the "
@@ -411,6 +409,8 @@ def attribute_energy(
     data = _fit_data(d, s, long_e, buf, opts, notes)
     cols = _fit(d, data, opts)
     data, cols = _counter_if_buffer_refuted(d, s, long_e, buf, opts, data, cols, notes)
+    if data.source == "buffer":
+        notes.append(f"kernel powers fitted on {data.x.shape[0]} power-buffer windows, scaled to the energy counter")
     notes += [f.note() for f in cols.scale_fits]
     if cols.impossible_priors:
         named = [
