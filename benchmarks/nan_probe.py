@@ -23,7 +23,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from validate_attribution_real import WORKLOADS, make_step  # noqa: E402
+from validate_attribution_real import DEFAULT_ONLY, WORKLOADS, make_step  # noqa: E402
 
 
 def _ends_finite(graph: Any, nodes: list[int], replays: int, prime: bool = False) -> bool:
@@ -84,7 +84,7 @@ def probe(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", default=",".join(WORKLOADS))
+    ap.add_argument("--only", default=DEFAULT_ONLY, help=f"from {','.join(WORKLOADS)}")
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--replays", type=int, default=3)
     ap.add_argument("--halves", type=int, default=20)

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import contextlib
 import itertools
 import json
 import math
@@ -98,6 +99,8 @@ MIN_N = 5
 #: 13's review of its runs (the first loop after each period ran 8-59 ms over its reference): post hoc for them.
 GUARD_S = 0.5
 DEFAULT_WORKLOADS = "torch,decode"
+#: Seconds of each calibration of the sensors' NVML reads per second (one sampler, then ``--sensor-copies``).
+CALIBRATE_S = 3.0
 OUT_NAME = "overhead_interleaved.json"
 
 
@@ -137,6 +140,37 @@ class Probe:
 
 
 @dataclass(frozen=True)
+class Dose:
+    """The sensors' dose (``--sensor-copies``): ``copies`` samplers ran at once in every on-half; ``one_per_s`` is
+    one sampler's NVML reads per second (measured alone just before the child starts), ``on_per_s`` the reads per
+    second over the on-halves."""
+
+    copies: int
+    one_per_s: float
+    on_per_s: float
+
+    @property
+    def factor(self) -> float:
+        return self.on_per_s / self.one_per_s
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "factor": self.factor}
+
+
+def per_sampler(e: Estimate, dose: Dose) -> Estimate:
+    """The change the dosed on-halves measured, scaled to one sampler: divided by the dose's factor (its reads per
+    second over one sampler's). Assumes the cost is proportional to the NVML reads; a cost of merely running a
+    sampler, whatever its rate, would be divided too, so such a cost is not bounded by this."""
+    f = dose.factor
+
+    def sc(x: float | None) -> float | None:
+        return None if x is None else x / f
+
+    how = f"{e.method}; ÷ {f:.2f}, the NVML reads of {dose.copies} samplers over one's (cost ∝ reads assumed)"
+    return Estimate(sc(e.centre), sc(e.lo), sc(e.hi), e.n, how, e.note)
+
+
+@dataclass(frozen=True)
 class TracingCost:
     """The steady state's traced periods: each one's excess (s), their cost over the steady state's time."""
 
@@ -159,6 +193,9 @@ class Analysis:
     probe: Probe
     total: Estimate
     guard_s: float = 0.0
+    #: With a dose: the change the on-halves measured with ``dose.copies`` samplers (``sensors`` is it per sampler).
+    sensors_dosed: Estimate | None = None
+    dose: Dose | None = None
 
     def judged(self) -> dict[str, Estimate]:
         return {"sensors": self.sensors, "tracing": self.tracing.fraction, "total": self.total}
@@ -191,6 +228,11 @@ class Analysis:
             "total": self.total.to_json(),
             "guard_s": self.guard_s,
             "passed": self.passed,
+            **(
+                {"sensors_dosed": self.sensors_dosed.to_json(), "dose": self.dose.to_json()}
+                if self.sensors_dosed is not None and self.dose is not None
+                else {}
+            ),
         }
 
 
@@ -380,10 +422,12 @@ def analyse(
     k: int = K_REF,
     level: float = LEVEL,
     guard_s: float = GUARD_S,
+    dose: Dose | None = None,
 ) -> Analysis:
     """Every figure from one child's loops, the sensors' (on, off) cycles and the traced periods (None:
     traced throughout). The sensors' and the tracing's figures treat each traced period as ``guard_s`` longer
-    on both sides (:data:`GUARD_S`); the probe's is reported as stamped."""
+    on both sides (:data:`GUARD_S`); the probe's is reported as stamped. With a ``dose`` (several samplers in
+    each on-half) the sensors' figure is scaled to one sampler (:func:`per_sampler`), the measured one kept."""
     if not loops:
         raise ValueError("no loops")
     block = (loops[0][0], loops[-1][1])
@@ -409,8 +453,21 @@ def analyse(
         tracing = tracing_cost(loops, traced, k, level)
         probe = probe_cost(loops, stamped or [], k)
     median_loop = statistics.median(b - a for a, b in loops)
+    dosed = None
+    if dose is not None:
+        dosed, sensors = sensors, per_sampler(sensors, dose)
     return Analysis(
-        block, len(loops), median_loop, changes, sensors, tracing, probe, combine(sensors, tracing.fraction), guard_s
+        block,
+        len(loops),
+        median_loop,
+        changes,
+        sensors,
+        tracing,
+        probe,
+        combine(sensors, tracing.fraction),
+        guard_s,
+        dosed,
+        dose,
     )
 
 
@@ -435,7 +492,15 @@ def report_lines(a: Analysis) -> list[str]:
         tracing += f" {t.fraction.note}"
     sensors = f"of the loop time; {a.sensors.method}, n={a.sensors.n} cycles {a.sensors.note}"
     total = "sensors + tracing, the intervals' half-widths added"
-    lines = [
+    lines = []
+    if a.sensors_dosed is not None and a.dose is not None:
+        d = a.dose
+        lines.append(
+            f"  {f'sensors x{d.copies} samplers (measured)':<35}{_pct(a.sensors_dosed):<30} {'':<10} "
+            f"{d.on_per_s:.0f} NVML reads/s in the on-halves, one sampler {d.one_per_s:.0f}/s: x{d.factor:.2f}"
+        )
+        sensors = f"the line above ÷ {d.factor:.2f} (cost ∝ NVML reads assumed), n={a.sensors.n} cycles"
+    lines += [
         f"  sensors (NVML polling here)        {_pct(a.sensors):<30} {a.sensors.verdict:<10} {sensors}".rstrip(),
         f"  tracing (duty-cycled CUPTI)        {_pct(t.fraction):<30} {t.fraction.verdict:<10} {tracing}".rstrip(),
         f"  total (steady state)               {_pct(a.total):<30} {a.total.verdict:<10} {total}",
@@ -493,6 +558,93 @@ class ChildRecord:
     switch_s: list[float] = field(default_factory=list)
     detach_wait_s: list[float] = field(default_factory=list)
     detach_s: list[float] = field(default_factory=list)
+    #: Per on-half, {source: [NVML reads, seconds in them]}; the calibration (:func:`calibrate`) where dosed.
+    on_reads: list[dict[str, list[float]]] = field(default_factory=list)
+    copies: int = 1
+    calibration: dict[str, Any] | None = None
+
+    @property
+    def dose(self) -> Dose | None:
+        """The dose where several samplers ran in each on-half (None with one: the default's own figure)."""
+        if self.copies <= 1 or self.calibration is None:
+            return None
+        on_s = sum(b - a for kind, a, b in self.halves if kind == "on")
+        n = sum(reads(r) for r in self.on_reads)
+        return Dose(self.copies, float(self.calibration["1"]["per_s"]), n / on_s if on_s > 0 else math.nan)
+
+
+class ReadCounter:
+    """Counts archline's NVML source reads in this process, and their time, per source (it wraps
+    ``archline.hw.nvml._NVMLSource.read``, which every source's read goes through)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._n: dict[str, list[float]] = {}
+
+    def install(self) -> None:
+        from archline.hw import nvml
+
+        inner = nvml._NVMLSource.read
+        if getattr(inner, "_counted", False):
+            return
+        counter = self
+
+        def read(src: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return inner(src)
+            finally:
+                dt = time.perf_counter() - t0
+                with counter._lock:
+                    got = counter._n.setdefault(str(src.name), [0.0, 0.0])
+                    got[0] += 1
+                    got[1] += dt
+
+        read._counted = True  # type: ignore[attr-defined]
+        nvml._NVMLSource.read = read  # type: ignore[method-assign]
+
+    def take(self) -> dict[str, list[float]]:
+        """{source: [reads, seconds in them]} since the last take; resets."""
+        with self._lock:
+            out, self._n = self._n, {}
+        return out
+
+
+COUNTER = ReadCounter()
+
+
+def reads(counts: dict[str, list[float]]) -> int:
+    return int(sum(n for n, _ in counts.values()))
+
+
+def sensors_on(gpu: int, copies: int) -> contextlib.ExitStack:
+    """``copies`` sets of archline's sensors at once, each exactly bench_run_overhead's ``Attribution(gpu,
+    trace=False, pre_s=0.3, post_s=0.3)`` (entered in turn: the pre-rolls add up before the half starts)."""
+    from archline.measurement.attribute.api import Attribution
+
+    stack = contextlib.ExitStack()
+    try:
+        for _ in range(copies):
+            stack.enter_context(Attribution(gpu, trace=False, pre_s=PRE_S, post_s=POST_S))
+    except BaseException:
+        stack.close()
+        raise
+    return stack
+
+
+def calibrate(gpu: int, copies: int, seconds: float = CALIBRATE_S) -> dict[str, Any]:
+    """NVML reads per second of one sampler and of ``copies`` at once, ``seconds`` each (before the child starts:
+    the GPU idle), with the reads per source."""
+    out: dict[str, Any] = {}
+    for k in (1, copies):
+        with sensors_on(gpu, k):
+            COUNTER.take()
+            a = time.time()
+            time.sleep(seconds)
+            b = time.time()
+            got = COUNTER.take()
+        out[str(k)] = {"seconds": b - a, "reads": got, "per_s": reads(got) / (b - a)}
+    return out
 
 
 def auto_env() -> dict[str, str]:
@@ -507,13 +659,23 @@ def auto_env() -> dict[str, str]:
 
 
 def measure_workload(
-    name: str, seconds: float, toggle_s: float, gpu: int, cpus: list[int], lib: Path, out_dir: Path
+    name: str,
+    seconds: float,
+    toggle_s: float,
+    gpu: int,
+    cpus: list[int],
+    lib: Path,
+    out_dir: Path,
+    copies: int = 1,
 ) -> ChildRecord | None:
     """Run the workload's child for ``seconds`` under the injection library (the default duty cycle), toggling
-    the sensors while its block runs; None where the workload is not installed."""
+    the sensors (``copies`` sets at once in every on-half) while its block runs; None where the workload is not
+    installed."""
     from archline.hw.cupti.inject import injection_env, read_injection_output
-    from archline.measurement.attribute.api import Attribution
 
+    COUNTER.install()
+    calibration = calibrate(gpu, copies) if copies > 1 else None
+    on_reads: list[dict[str, list[float]]] = []
     out_dir.mkdir(parents=True, exist_ok=True)
     for old in out_dir.glob("cupti-*"):
         old.unlink()  # a previous run's trace would be read with this one's
@@ -555,10 +717,12 @@ def measure_workload(
                 if done.is_set():
                     break
                 if kind == "on":
-                    with Attribution(gpu, trace=False, pre_s=PRE_S, post_s=POST_S):
+                    with sensors_on(gpu, copies):
+                        COUNTER.take()
                         a = time.time()
                         done.wait(toggle_s)
                         b = time.time()
+                        on_reads.append(COUNTER.take())
                 else:
                     a = time.time()
                     done.wait(toggle_s)
@@ -593,6 +757,9 @@ def measure_workload(
         switch_s=list(tr.switch_s),
         detach_wait_s=list(tr.detach_wait_s),
         detach_s=list(tr.detach_s),
+        on_reads=on_reads,
+        copies=copies,
+        calibration=calibration,
     )
 
 
@@ -617,6 +784,10 @@ def record_json(name: str, rec: ChildRecord, a: Analysis, cpus: list[int]) -> di
         "switch_s": rec.switch_s,
         "detach_wait_s": rec.detach_wait_s,
         "detach_s": rec.detach_s,
+        "sensor_copies": rec.copies,
+        "sensor_reads_on": rec.on_reads,
+        "calibration": rec.calibration,
+        **({"dose": rec.dose.to_json()} if rec.dose is not None else {}),
         "figures": a.to_json(),
     }
 
@@ -678,6 +849,8 @@ def _redo(doc: dict[str, Any], w: dict[str, Any], guard: float) -> Analysis:
         int(doc.get("k_ref", K_REF)),
         float(doc.get("level", LEVEL)),
         guard,
+        Dose(int(w["dose"]["copies"]), float(w["dose"]["one_per_s"]), float(w["dose"]["on_per_s"]))
+        if w.get("dose") else None,
     )  # fmt: skip
 
 
@@ -709,6 +882,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--cpus", default="auto", help="the child's CPUs (auto: the upper half of this process's; none; a list)"
     )
+    ap.add_argument("--sensor-copies", type=int, default=1,
+                    help="sets of sensors at once in every on-half (a dose: the sensors' figure is then scaled to "
+                    "one set by the NVML reads, cost ∝ reads assumed)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None, help=f"write {OUT_NAME} and the traces here")
     ap.add_argument("--summarize", type=Path, nargs="+", default=None, help="redo the figures of saved JSON files")
     try:
@@ -730,6 +906,8 @@ def main(argv: list[str] | None = None) -> int:
         problem = f"--seconds must be at least {2 * MIN_N} x --toggle-s ({MIN_N} full sensor cycles)"
     elif args.gpu < 0:
         problem = "--gpu must be >= 0"
+    elif not 1 <= args.sensor_copies <= 64:
+        problem = "--sensor-copies must be 1 to 64"
     child_cpus: list[int] = []
     own_cpus: list[int] = []
     if problem is None:
@@ -740,7 +918,7 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(f"overhead_interleaved: {problem}", file=sys.stderr)
         return 2
-    return run(names, args.seconds, args.toggle_s, args.gpu, child_cpus, own_cpus, args.out)
+    return run(names, args.seconds, args.toggle_s, args.gpu, child_cpus, own_cpus, args.out, args.sensor_copies)
 
 
 def run(
@@ -751,6 +929,7 @@ def run(
     child_cpus: list[int],
     own_cpus: list[int],
     out: Path | None,
+    copies: int = 1,
 ) -> int:
     """Measure every workload (GPU machine); print the figures, write the JSON; 0 if every figure passes."""
     from archline.errors import CUPTIUnavailableError
@@ -779,14 +958,16 @@ def run(
         "guard_s": GUARD_S,
         "pre_s": PRE_S,
         "post_s": POST_S,
+        "sensor_copies": copies,
         "workloads": {},
     }
     ok = True
     cpus_txt = ",".join(map(str, child_cpus)) if child_cpus else "not pinned"
     for name in names:
-        print(f"== {name}: one child, {seconds:g} s block, sensors {toggle_s:g} s on / {toggle_s:g} s off; "
+        dosed = f" ({copies} sets at once)" if copies > 1 else ""
+        print(f"== {name}: one child, {seconds:g} s block, sensors{dosed} {toggle_s:g} s on / {toggle_s:g} s off; "
               f"CPUs {cpus_txt}", flush=True)  # fmt: skip
-        rec = measure_workload(name, seconds, toggle_s, gpu, child_cpus, lib, out / f"trace-{name}")
+        rec = measure_workload(name, seconds, toggle_s, gpu, child_cpus, lib, out / f"trace-{name}", copies)
         if rec is None:
             print("  skipped (not installed)")
             doc["workloads"][name] = {"skipped": "not installed"}
@@ -794,7 +975,7 @@ def run(
             write_json(out / OUT_NAME, doc)
             continue
         loops = loops_from_stamps(rec.stamps_ns)
-        a = analyse(loops, rec.cycles, rec.traced)
+        a = analyse(loops, rec.cycles, rec.traced, dose=rec.dose)
         mode = "traced throughout" if rec.traced is None else f"{len(rec.traced)} traced periods"
         print(
             f"  {a.loops} loops, median {1e3 * a.median_loop_s:.1f} ms; {len(rec.cycles)} full sensor cycles; "

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-WORKLOADS = ("resnet50", "transformer")
+WORKLOADS = ("resnet50", "transformer", "resnet50cl")
 
 
 def main(argv: list[str] | None = None) -> int:

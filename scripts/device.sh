@@ -109,7 +109,8 @@ for s in "$@"; do
               mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
     interleaved) iw=/tmp/archline-interleaved-${ON_GPU:-0}; rm -rf "$iw"  # the default's cost inside one process
               step interleaved ${INTERLEAVED_LIMIT:-570} python3 "$B/overhead_interleaved.py" --gpu ${ON_GPU:-0} \
-                --workloads ${INTERLEAVED_WORKLOADS:-torch,decode} --seconds ${INTERLEAVED_SECONDS:-150} --toggle-s ${INTERLEAVED_TOGGLE_S:-10} --out "$iw"
+                --workloads ${INTERLEAVED_WORKLOADS:-torch,decode} --seconds ${INTERLEAVED_SECONDS:-150} --toggle-s ${INTERLEAVED_TOGGLE_S:-10} \
+                --sensor-copies ${INTERLEAVED_COPIES:-1} --out "$iw"
               lscpu -e >"$OUT/logs/lscpu.txt" 2>&1
               mkdir -p "$R/bench/overhead-interleaved" && cp "$iw/overhead_interleaved.json" "$R/bench/overhead-interleaved/" ;;
     datacheck) step datacheck 300 python3 "$B/replay_data_check.py" --gpu ${ON_GPU:-0} --json "$OUT/logs/replay_data_check.json"

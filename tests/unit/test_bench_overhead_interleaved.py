@@ -347,3 +347,93 @@ def test_the_first_loop_after_each_period_shows_what_the_stamps_miss(
     out = capsys.readouterr().out
     for ms in ("+34.3 ms", "+58.6 ms", "+8.3 ms", "+26.1 ms"):
         assert f"first loop after each traced period (as stamped): {ms}" in out
+
+
+# The dose (--sensor-copies): several sets of sensors in every on-half, the change scaled back to one by the NVML
+# reads per second. Synthetic: a sampler whose cost is proportional to its reads, 16 of them at once.
+
+
+def test_a_dose_scales_the_sensors_figure_to_one_sampler_by_the_reads(mod: ModuleType) -> None:
+    per_one = 0.004  # one sampler costs the loop 0.4 %; 16 cost 6.4 %, which 10 % noise resolves
+    loops, cycles, traced = timeline(seed=5, sensors=16 * per_one, excess_s=0.0)
+    dose = mod.Dose(copies=16, one_per_s=650.0, on_per_s=16 * 650.0)
+    a = mod.analyse(loops, cycles, traced, dose=dose)
+    assert a.sensors_dosed is not None and _covers(a.sensors_dosed.lo, a.sensors_dosed.hi, 16 * per_one)
+    assert a.sensors_dosed.lo > 0.03  # the dosed effect is resolved above zero
+    s = a.sensors
+    assert (s.centre, s.lo, s.hi) == pytest.approx(
+        (a.sensors_dosed.centre / 16, a.sensors_dosed.lo / 16, a.sensors_dosed.hi / 16)
+    )
+    assert _covers(s.lo, s.hi, per_one) and s.verdict == "PASS" and s.hi - s.lo < 0.01
+    undosed = mod.analyse(loops, cycles, traced)
+    assert undosed.sensors.verdict == "FAIL"  # the same loops read as one sampler's: 6.4 %
+    lines = mod.report_lines(a)
+    assert "sensors x16 samplers (measured)" in lines[0] and "x16.00" in lines[0] and "÷ 16.00" in lines[1]
+    assert len(lines) == 5
+    # a saturated dose (fewer reads than copies x one) scales by the reads, not by the copies
+    half = mod.analyse(loops, cycles, traced, dose=mod.Dose(16, 650.0, 8 * 650.0))
+    assert half.sensors.centre == pytest.approx(a.sensors_dosed.centre / 8)
+
+
+def test_a_dosed_run_keeps_its_reads_and_summarize_redoes_it(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loops, cycles, traced = timeline(seed=6, seconds=200.0, sensors=0.08, excess_s=0.02)
+    halves = [(k, *h) for on, off in cycles for k, h in (("on", on), ("off", off))]
+    on_s = sum(b - a for on, _ in cycles for a, b in [on])
+    per_half = [{"nvml.energy": [int(80 * 8 * (b - a)), 0.5], "nvml.instant": [int(570 * 8 * (b - a)), 0.1]}
+                for (a, b), _ in cycles]  # fmt: skip
+    cal = {"1": {"seconds": 3.0, "reads": {}, "per_s": 650.0}, "8": {"seconds": 3.0, "reads": {}, "per_s": 5200.0}}
+    stamps = [round(loops[0][0] * 1e9)] + [round(b * 1e9) for _, b in loops]
+    rec = mod.ChildRecord(stamps, halves, cycles, traced, 200.0, 5.0, 210.0, 1000, [],
+                          on_reads=per_half, copies=8, calibration=cal)  # fmt: skip
+    dose = rec.dose
+    assert dose is not None and dose.copies == 8
+    assert dose.on_per_s == pytest.approx(sum(mod.reads(r) for r in per_half) / on_s)
+    assert dose.factor == pytest.approx(8.0, rel=0.01)
+    a = mod.analyse(loops, cycles, traced, dose=dose)
+    path = tmp_path / mod.OUT_NAME
+    doc = {"k_ref": mod.K_REF, "level": mod.LEVEL, "guard_s": mod.GUARD_S, "sensor_copies": 8,
+           "workloads": {"decode": mod.record_json("decode", rec, a, [8, 9])}}  # fmt: skip
+    mod.write_json(path, doc)
+    got = json.loads(path.read_text())["workloads"]["decode"]
+    assert got["sensor_copies"] == 8 and got["sensor_reads_on"][0]["nvml.energy"][0] > 0
+    assert got["figures"]["dose"]["factor"] == pytest.approx(dose.factor)
+    assert got["figures"]["sensors_dosed"]["centre"] == pytest.approx(8 * got["figures"]["sensors"]["centre"])
+    assert mod.main(["--summarize", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "sensors x8 samplers (measured)" in out and "DIFFERS" not in out
+    # without copies the record has no dose and the JSON no dose keys (older runs' figures still compare)
+    plain = mod.ChildRecord(stamps, halves, cycles, traced, 200.0, 5.0, 210.0, 1000, [])
+    assert plain.dose is None and "dose" not in mod.analyse(loops, cycles, traced).to_json()
+
+
+def test_the_read_counter_counts_every_source_read(mod: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    from archline.hw import nvml
+
+    monkeypatch.setattr(nvml._NVMLSource, "read", nvml._NVMLSource.read)  # restored after the test
+
+    class Fake(nvml._NVMLSource):
+        name = "nvml.fake"
+
+        def _read(self) -> object:
+            return 1.0
+
+    counter = mod.ReadCounter()
+    counter.install()
+    counter.install()  # a second install does not count twice
+    src = Fake(SimpleNamespace(handle=None, gpu=0))
+    for _ in range(5):
+        assert src.read() == 1.0
+    got = counter.take()
+    assert list(got) == ["nvml.fake"] and got["nvml.fake"][0] == 5 and got["nvml.fake"][1] >= 0.0
+    assert counter.take() == {} and mod.reads(got) == 5
+
+
+def test_sensor_copies_out_of_range_is_one_line_exit_2(
+    mod: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(mod, "run", lambda *a, **k: pytest.fail("measured despite bad input"))
+    assert mod.main(["--sensor-copies", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--sensor-copies" in err[0]
