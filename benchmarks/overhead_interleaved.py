@@ -617,15 +617,49 @@ def reads(counts: dict[str, list[float]]) -> int:
     return int(sum(n for n, _ in counts.values()))
 
 
+class BareSampler:
+    """One more copy of archline's sensors without a recording: the NVML sources ``archline run`` opens
+    (``measurement.attribute.backend.SOURCES``), each polled on a thread of its own at its own interval, as
+    ``measurement.sampler`` polls it, the readings dropped. Starting and stopping it takes milliseconds; a full
+    ``Attribution`` attributes its recording on exit (with 16 at once, session 16 saw 14-18 s between halves)."""
+
+    def __init__(self, gpu: int) -> None:
+        from archline.hw.nvml import open_sources
+        from archline.measurement.attribute.backend import SOURCES
+
+        self._sources = open_sources(gpu, SOURCES)
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._poll, args=(src,), daemon=True) for src in self._sources]
+
+    def _poll(self, src: Any) -> None:
+        while not self._stop.is_set():
+            t0 = time.perf_counter()
+            src.read()
+            self._stop.wait(max(0.0, float(src.poll_interval_s) - (time.perf_counter() - t0)))
+
+    def __enter__(self) -> BareSampler:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join()
+        for src in self._sources:
+            src.close()
+
+
 def sensors_on(gpu: int, copies: int) -> contextlib.ExitStack:
-    """``copies`` sets of archline's sensors at once, each exactly bench_run_overhead's ``Attribution(gpu,
-    trace=False, pre_s=0.3, post_s=0.3)`` (entered in turn: the pre-rolls add up before the half starts)."""
+    """archline's sensors exactly as bench_run_overhead records them (``Attribution(gpu, trace=False, pre_s=0.3,
+    post_s=0.3)``), and ``copies - 1`` :class:`BareSampler` beside them (a dose)."""
     from archline.measurement.attribute.api import Attribution
 
     stack = contextlib.ExitStack()
     try:
-        for _ in range(copies):
-            stack.enter_context(Attribution(gpu, trace=False, pre_s=PRE_S, post_s=POST_S))
+        for _ in range(copies - 1):
+            stack.enter_context(BareSampler(gpu))
+        stack.enter_context(Attribution(gpu, trace=False, pre_s=PRE_S, post_s=POST_S))
     except BaseException:
         stack.close()
         raise

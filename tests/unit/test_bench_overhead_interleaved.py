@@ -437,3 +437,37 @@ def test_sensor_copies_out_of_range_is_one_line_exit_2(
     assert mod.main(["--sensor-copies", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--sensor-copies" in err[0]
+
+
+def test_a_bare_sampler_polls_every_source_until_it_stops(mod: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from archline.hw import nvml
+
+    class Src:
+        def __init__(self, name: str) -> None:
+            self.name, self.poll_interval_s, self.reads, self.closed = name, 0.0, 0, False
+            self.third = threading.Event()
+
+        def read(self) -> None:
+            self.reads += 1
+            if self.reads >= 3:
+                self.third.set()
+
+        def close(self) -> None:
+            self.closed = True
+
+    opened: list[Src] = []
+
+    def fake_open(gpu: int, names: tuple[str, ...]) -> list[Src]:
+        opened.extend(Src(n) for n in names)
+        return opened
+
+    monkeypatch.setattr(nvml, "open_sources", fake_open)
+    with mod.BareSampler(0):
+        for src in opened:
+            assert src.third.wait(30.0)  # a guard against hanging, not a timing: each source is read 3 times
+    assert sorted(s.name for s in opened) == ["nvml.buffer", "nvml.energy"]  # what archline run opens
+    assert all(s.closed for s in opened)
+    after = [s.reads for s in opened]
+    assert [s.reads for s in opened] == after  # stopped: no more reads
