@@ -3,7 +3,9 @@
 Usage (GPU machine):
     python benchmarks/overhead_interleaved.py [--workloads torch,decode] [--seconds 300] [--toggle-s 10]
         [--gpu 0] [--cpus auto|none|LIST] [--out DIR]
+        [--sensor-copies K]
     python benchmarks/overhead_interleaved.py --summarize RUN.json [RUN.json ...]     (any machine)
+    python benchmarks/overhead_interleaved.py --switches RUN.json [RUN.json ...]      (any machine)
 
 Why: benchmarks/bench_run_overhead.py compares separate child processes with and without recording; on the
 lent GPU hosts a workload's speed differs by 5-11 % from one process to the next, so a 3 % target cannot be
@@ -51,6 +53,15 @@ cycle) has no untraced loops to compare with: its tracing figure is then UNRESOL
 as the run did, and checks them against the figures the run saved; then it pools every cycle's sensors change
 over the files into one Hodges-Lehmann estimate, labelled post hoc (pooling runs of different boards and
 workloads was not decided before them).
+
+A dose (``--sensor-copies K``, session 16): every on-half holds archline's sensors plus K - 1 bare samplers (the same
+NVML sources polled at their own intervals, nothing recorded); NVML reads are counted per source in every on-half,
+and one sampler's reads per second are measured alone just before the child starts. The sensors' figure is then the
+measured change divided by the reads' ratio (cost proportional to reads assumed; a cost of merely running a sampler
+would be divided too). On H100 and H200 the driver serialises the energy counter's reads (4.4 ms each): 16 samplers
+reach only about 3x one sampler's reads, each read then waiting ~66 ms, and CUPTI's attach waits behind them
+(``--switches``: each traced period's attach time and excess by the sensors' state), so a dosed run's tracing figure
+is not the default's.
 
 All raw data (every loop's start and end, the sensors' halves, the traced periods, the figures) go to
 ``--out DIR/overhead_interleaved.json`` (rewritten after each workload). Exit 0 if every figure passes,
@@ -873,6 +884,68 @@ def summarize(paths: Sequence[Path]) -> int:
     return 0 if same else 1
 
 
+def period_states(w: dict[str, Any]) -> list[str]:
+    """The sensors' state during each traced period after the first (the probe), as saved: 'on' or 'off' where the
+    period lies wholly inside an on- or an off-half, 'between' otherwise (it overlaps a switch of the sensors)."""
+    halves = [(str(k), float(a), float(b)) for k, a, b in w["sensor_halves"]]
+    out = []
+    for lo, hi in sorted((float(a), float(b)) for a, b in w["traced"] or [])[1:]:
+        got = [k for k, a, b in halves if a <= lo and hi <= b]
+        out.append(got[0] if got else "between")
+    return out
+
+
+def attach_times(w: dict[str, Any]) -> list[float] | None:
+    """Each traced period's (after the first) CUPTI attach time (s), from the injection library's switch times as
+    saved: one per switch, the probe's start left out, so OFF(probe), ON, OFF, ON, ... (the ONs attach CUPTI and take
+    milliseconds, the OFFs microseconds). None where the saved list does not pair with the periods that way."""
+    sw = [float(x) for x in w.get("switch_s") or []]
+    n = len(w["traced"] or []) - 1
+    if n <= 0 or len(sw) != 2 * n + 1:
+        return None
+    return sw[1::2]
+
+
+def switch_table(paths: Sequence[Path]) -> int:
+    """Per run and sensors' state: the traced periods, their CUPTI attach time and their excess (medians): what
+    queued NVML reads do to the tracer's switches. 0, or 2 on an unreadable file."""
+    print(f"{'run':<34} {'workload':<8} {'samplers':>8}  {'state':<8} {'periods':>7} {'attach ms':>10} "
+          f"{'excess ms':>10}")  # fmt: skip
+    for path in paths:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            runs = {n: w for n, w in doc["workloads"].items() if "loops" in w and w.get("traced")}
+            rows = []
+            for name, w in runs.items():
+                states = period_states(w)
+                attach = attach_times(w)
+                fig = w["figures"]["tracing"]
+                # the figures' periods are the saved ones widened by the guard: matched by their mid-points (ms)
+                excess = {
+                    round((float(a) + float(b)) * 500): float(e)
+                    for (a, b), e in zip(fig["periods"], fig["excess_s"], strict=True)
+                }
+                mids = [round((float(a) + float(b)) * 500) for a, b in sorted(w["traced"])[1:]]
+                copies = int(w.get("sensor_copies", 1))
+                for state in ("on", "off", "between"):
+                    idx = [i for i, st in enumerate(states) if st == state]
+                    if not idx:
+                        continue
+                    att = [attach[i] for i in idx] if attach is not None else []
+                    exc = [excess[mids[i]] for i in idx if mids[i] in excess]
+                    rows.append((name, copies if state == "on" else 0, state, len(idx), att, exc))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"overhead_interleaved: {path}: not a run's JSON ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+            return 2
+        for name, copies, state, n, att, exc in rows:
+            a_ms = f"{1e3 * statistics.median(att):.1f}" if att else "-"
+            e_ms = f"{1e3 * statistics.median(exc):.0f}" if exc else "-"
+            samplers = str(copies) if state != "between" else "-"
+            print(f"{path.stem.removeprefix('overhead_interleaved-')[:34]:<34} {name:<8} {samplers:>8}  {state:<8} "
+                  f"{n:>7} {a_ms:>10} {e_ms:>10}")  # fmt: skip
+    return 0
+
+
 def _redo(doc: dict[str, Any], w: dict[str, Any], guard: float) -> Analysis:
     """One saved workload's figures, redone from its loops, halves and traced periods with ``guard``."""
     return analyse(
@@ -921,12 +994,16 @@ def main(argv: list[str] | None = None) -> int:
                     "one set by the NVML reads, cost ∝ reads assumed)")  # fmt: skip
     ap.add_argument("--out", type=Path, default=None, help=f"write {OUT_NAME} and the traces here")
     ap.add_argument("--summarize", type=Path, nargs="+", default=None, help="redo the figures of saved JSON files")
+    ap.add_argument("--switches", type=Path, nargs="+", default=None,
+                    help="saved runs: traced periods' CUPTI attach time and excess by the sensors' state")  # fmt: skip
     try:
         args = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
     if args.summarize is not None:
         return summarize(args.summarize)
+    if args.switches is not None:
+        return switch_table(args.switches)
     names = [w for w in args.workloads.split(",") if w]
     bad = [w for w in names if w not in bro.WORKLOADS]
     problem = None

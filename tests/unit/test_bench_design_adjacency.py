@@ -51,3 +51,10 @@ def test_the_session_15_designs_print_their_docs_table(capsys: pytest.CaptureFix
     assert load_bench("design_adjacency").main([str(d) for d in dirs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_adjacency_s15.txt").read_text().splitlines()
+
+
+def test_the_session_16_designs_print_their_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    dirs = sorted(ROOT.glob("results/h200/attribution-s16/*/*-replay"))
+    assert len(dirs) == 2 and load_bench("design_adjacency").main([str(d) for d in dirs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_adjacency_s16.txt").read_text().splitlines()

@@ -64,3 +64,10 @@ def test_the_session_15_designs_print_their_own_tau(capsys: pytest.CaptureFixtur
     assert len(dirs) == 4 and load_bench("design_replicates").main([str(d) for d in dirs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_replicates_s15.txt").read_text().splitlines()
+
+
+def test_the_session_16_designs_print_their_own_tau(capsys: pytest.CaptureFixture[str]) -> None:
+    dirs = sorted(ROOT.glob("results/h200/attribution-s16/*/*-replay"))
+    assert len(dirs) == 2 and load_bench("design_replicates").main([str(d) for d in dirs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_replicates_s16.txt").read_text().splitlines()

@@ -123,3 +123,12 @@ def test_the_session_15_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     assert _load().main([str(r) for r in runs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s15.txt").read_text().splitlines()
+
+
+def test_the_session_16_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    s16 = ROOT / "results" / "h200" / "attribution-s16"
+    runs = [s16 / "heldout-resnet50cl-GPU-bfbb7738", s16 / "heldout-GPU-bfbb7738"]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s16.txt").read_text().splitlines()
+    assert [line.split()[1] for line in got[1:]] == ["resnet50cl", "transformer"]

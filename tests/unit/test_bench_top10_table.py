@@ -63,3 +63,12 @@ def test_the_session_15_run_sets_print_their_docs_table(capsys: pytest.CaptureFi
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "top10_table_s15.txt").read_text().splitlines()
     assert got[-1].split()[-3:] == ["10", "10", "10"]  # GPU-2979dd19: all ten within 15 % and inside their intervals
+
+
+def test_the_session_16_run_sets_print_their_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    s16 = ROOT / "results" / "h200" / "attribution-s16"
+    sets = [s16 / "heldout-resnet50cl-GPU-bfbb7738", s16 / "heldout-GPU-bfbb7738"]
+    assert load_bench("top10_table").main([str(p) for p in sets]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "top10_table_s16.txt").read_text().splitlines()
+    assert got[-1].split()[-3:] == ["10", "10", "10"]  # the H200's transformer: all ten within 15 %
