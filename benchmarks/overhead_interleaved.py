@@ -837,9 +837,32 @@ def record_json(name: str, rec: ChildRecord, a: Analysis, cpus: list[int]) -> di
     }
 
 
+def calibration_lines(w: dict[str, Any]) -> list[str]:
+    """A dosed run's calibration and on-halves: NVML reads per second and each source's mean time per read."""
+
+    def per(reads_by: dict[str, list[float]]) -> str:
+        return ", ".join(f"{src} {1e3 * t / n:.1f} ms" for src, (n, t) in sorted(reads_by.items()) if n)
+
+    cal = w.get("calibration")
+    if not cal:
+        return []
+    out = [f"  calibration ({k} sampler{'s' if k != '1' else ''} alone, {c['seconds']:.1f} s): {c['per_s']:.0f} NVML "
+           f"reads/s; per read: {per(c['reads'])}" for k, c in cal.items()]  # fmt: skip
+    on: dict[str, list[float]] = {}
+    for half in w.get("sensor_reads_on") or []:
+        for src, (n, t) in half.items():
+            got = on.setdefault(src, [0.0, 0.0])
+            got[0] += n
+            got[1] += t
+    if on:
+        out.append(f"  on-halves ({w.get('sensor_copies', 1)} samplers, the child running): per read: {per(on)}")
+    return out
+
+
 def summarize(paths: Sequence[Path]) -> int:
     """Redo the figures of saved runs; 0 if they match the saved ones, 1 if any differs, 2 on an unreadable file."""
     pooled: list[float] = []
+    dosed = False
     same = True
     for path in paths:
         try:
@@ -862,6 +885,8 @@ def summarize(paths: Sequence[Path]) -> int:
             for line in report_lines(a):
                 print(line)
             w = runs[name]
+            for line in calibration_lines(w):
+                print(line)
             if w["traced"]:
                 after = first_after_excess([(float(x), float(y)) for x, y in w["loops"]],
                                            [(float(x), float(y)) for x, y in w["traced"]])  # fmt: skip
@@ -874,11 +899,14 @@ def summarize(paths: Sequence[Path]) -> int:
                       "this run):")  # fmt: skip
                 for line in report_lines(now):
                     print(line)
-            pooled += now.sensor_changes
+            f = now.dose.factor if now.dose is not None else 1.0
+            dosed |= now.dose is not None
+            pooled += [c / f for c in now.sensor_changes]  # a dosed run's changes per sampler
     if pooled:
         pe = bro.paired_estimate(pooled, LEVEL)
         pct = f"{100 * pe.centre:+.2f} % [{100 * pe.lo:+.2f} .. {100 * pe.hi:+.2f} %]"
-        print(f"sensors, every cycle of these files pooled (post hoc): {pct} "
+        how = "post hoc; a dosed run's changes ÷ its factor" if dosed else "post hoc"
+        print(f"sensors, every cycle of these files pooled ({how}): {pct} "
               f"(Hodges-Lehmann, signed-rank interval {100 * pe.coverage:.0f} %, n={pe.n} cycles), "
               f"{interval_verdict(pe.lo, pe.hi)}")  # fmt: skip
     return 0 if same else 1
