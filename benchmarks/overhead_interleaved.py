@@ -837,17 +837,37 @@ def record_json(name: str, rec: ChildRecord, a: Analysis, cpus: list[int]) -> di
     }
 
 
+def busy_factor(w: dict[str, Any]) -> float | None:
+    """A dosed run's dose by the driver's busy time rather than by reads: min(1, the K samplers' time in reads per
+    second) over one sampler's (NVML serialises the energy counter's reads, so K samplers keep the read path busy at
+    most all the time). None without a calibration."""
+    cal = w.get("calibration")
+    if not cal or len(cal) < 2:
+        return None
+
+    def in_reads(c: dict[str, Any]) -> float:
+        return sum(float(t) for _, t in c["reads"].values()) / float(c["seconds"])
+
+    one = in_reads(cal["1"])
+    many = in_reads(cal[max(cal, key=int)])
+    return min(1.0, many) / one if one > 0 else None
+
+
 def calibration_lines(w: dict[str, Any]) -> list[str]:
     """A dosed run's calibration and on-halves: NVML reads per second and each source's mean time per read."""
 
     def per(reads_by: dict[str, list[float]]) -> str:
         return ", ".join(f"{src} {1e3 * t / n:.1f} ms" for src, (n, t) in sorted(reads_by.items()) if n)
 
+    def in_reads(c: dict[str, Any]) -> float:  # seconds spent in NVML reads per second (> 1: they overlap, queued)
+        return sum(t for _, t in c["reads"].values()) / float(c["seconds"])
+
     cal = w.get("calibration")
     if not cal:
         return []
     out = [f"  calibration ({k} sampler{'s' if k != '1' else ''} alone, {c['seconds']:.1f} s): {c['per_s']:.0f} NVML "
-           f"reads/s; per read: {per(c['reads'])}" for k, c in cal.items()]  # fmt: skip
+           f"reads/s; per read: {per(c['reads'])}; time in reads {in_reads(c):.2f} s/s"
+           for k, c in cal.items()]  # fmt: skip
     on: dict[str, list[float]] = {}
     for half in w.get("sensor_reads_on") or []:
         for src, (n, t) in half.items():
@@ -887,6 +907,11 @@ def summarize(paths: Sequence[Path]) -> int:
             w = runs[name]
             for line in calibration_lines(w):
                 print(line)
+            busy = busy_factor(w)
+            if busy is not None and a.sensors_dosed is not None and a.dose is not None:
+                alt = per_sampler(a.sensors_dosed, Dose(a.dose.copies, 1.0, busy))
+                print(f"  scaled by the time in reads instead (one sampler's, against the read path busy throughout): "
+                      f"÷ {busy:.2f}: {_pct(alt)}")  # fmt: skip
             if w["traced"]:
                 after = first_after_excess([(float(x), float(y)) for x, y in w["loops"]],
                                            [(float(x), float(y)) for x, y in w["traced"]])  # fmt: skip
