@@ -162,7 +162,7 @@ class Dose:
 
     @property
     def factor(self) -> float:
-        return self.on_per_s / self.one_per_s
+        return self.on_per_s / self.one_per_s if self.one_per_s > 0 else math.nan
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "factor": self.factor}
@@ -577,8 +577,8 @@ class ChildRecord:
     @property
     def dose(self) -> Dose | None:
         """The dose where several samplers ran in each on-half (None with one: the default's own figure)."""
-        if self.copies <= 1 or self.calibration is None:
-            return None
+        if self.copies <= 1 or self.calibration is None or not float(self.calibration["1"]["per_s"]) > 0:
+            return None  # no dose, or a calibration that counted no read: the figure stays the measured one
         on_s = sum(b - a for kind, a, b in self.halves if kind == "on")
         n = sum(reads(r) for r in self.on_reads)
         return Dose(self.copies, float(self.calibration["1"]["per_s"]), n / on_s if on_s > 0 else math.nan)
@@ -631,8 +631,9 @@ def reads(counts: dict[str, list[float]]) -> int:
 class BareSampler:
     """One more copy of archline's sensors without a recording: the NVML sources ``archline run`` opens
     (``measurement.attribute.backend.SOURCES``), each polled on a thread of its own at its own interval, as
-    ``measurement.sampler`` polls it, the readings dropped. Starting and stopping it takes milliseconds; a full
-    ``Attribution`` attributes its recording on exit (with 16 at once, session 16 saw 14-18 s between halves)."""
+    ``measurement.sampler`` polls it, the readings dropped. Stopping it waits only for the reads in flight (with 15
+    queued, up to ~70 ms each); a full ``Attribution`` also attributes its recording on exit (with 16 at once,
+    session 16 saw 14-18 s between halves)."""
 
     def __init__(self, gpu: int) -> None:
         from archline.hw.nvml import open_sources
@@ -667,10 +668,10 @@ def sensors_on(gpu: int, copies: int) -> contextlib.ExitStack:
     from archline.measurement.attribute.api import Attribution
 
     stack = contextlib.ExitStack()
-    try:
+    try:  # the bare samplers last, so that they stop first and leave archline's sensors an empty NVML queue to end on
+        stack.enter_context(Attribution(gpu, trace=False, pre_s=PRE_S, post_s=POST_S))
         for _ in range(copies - 1):
             stack.enter_context(BareSampler(gpu))
-        stack.enter_context(Attribution(gpu, trace=False, pre_s=PRE_S, post_s=POST_S))
     except BaseException:
         stack.close()
         raise
@@ -890,7 +891,8 @@ def summarize(paths: Sequence[Path]) -> int:
             runs = {n: w for n, w in doc["workloads"].items() if "loops" in w}
             own_guard = float(doc.get("guard_s", 0.0))  # runs before GUARD_S had none
 
-            redone = {n: (_redo(doc, w, own_guard), _redo(doc, w, GUARD_S)) for n, w in runs.items()}
+            own_attach = bool(doc.get("attach_guard", False))  # runs before session 16's review: none
+            redone = {n: (_redo(doc, w, own_guard, own_attach), _redo(doc, w, GUARD_S, True)) for n, w in runs.items()}
         except (OSError, ValueError, KeyError, TypeError) as exc:
             print(f"overhead_interleaved: {path}: not a run's JSON ({exc.__class__.__name__}: {exc})", file=sys.stderr)
             return 2
@@ -922,6 +924,11 @@ def summarize(paths: Sequence[Path]) -> int:
             if own_guard != GUARD_S:
                 print(f"  redone with each traced period {GUARD_S:g} s longer on both sides (GUARD_S; post hoc for "
                       "this run):")  # fmt: skip
+                for line in report_lines(now):
+                    print(line)
+            elif not own_attach and not _close(a.to_json(), now.to_json()):
+                print("  redone with each traced period starting its CUPTI attach time earlier where that is longer "
+                      "than the guard (post hoc for this run):")  # fmt: skip
                 for line in report_lines(now):
                     print(line)
             f = now.dose.factor if now.dose is not None else 1.0
@@ -978,7 +985,10 @@ def switch_table(paths: Sequence[Path]) -> int:
                     round((float(a) + float(b)) * 500): float(e)
                     for (a, b), e in zip(fig["periods"], fig["excess_s"], strict=True)
                 }
-                mids = [round((float(a) + float(b)) * 500) for a, b in sorted(w["traced"])[1:]]
+                traced = [(float(a), float(b)) for a, b in w["traced"]]
+                if doc.get("attach_guard"):  # the run analysed its periods widened by slow attaches (widened)
+                    traced = widened(traced, attach, float(doc.get("guard_s", 0.0))) or traced
+                mids = [round((a + b) * 500) for a, b in sorted(traced)[1:]]
                 copies = int(w.get("sensor_copies", 1))
                 for state in ("on", "off", "between"):
                     idx = [i for i, st in enumerate(states) if st == state]
@@ -999,13 +1009,28 @@ def switch_table(paths: Sequence[Path]) -> int:
     return 0
 
 
-def _redo(doc: dict[str, Any], w: dict[str, Any], guard: float) -> Analysis:
-    """One saved workload's figures, redone from its loops, halves and traced periods with ``guard``."""
+def widened(traced: Sequence[Interval] | None, attach: Sequence[float] | None, guard: float) -> list[Interval] | None:
+    """The traced periods with each one after the first (the probe) starting earlier by its CUPTI attach time beyond
+    ``guard``: the injection library stamps ON only once CUPTI is attached, and where the attach takes longer than
+    the guard (2 s with 16 samplers queued, session 16) the guard alone leaves part of it among the untraced loops.
+    Unchanged where the attach times are unknown or within the guard (12-20 ms with at most one sampler)."""
+    if traced is None:
+        return None
+    ivs = sorted(traced)
+    if attach is None:
+        return list(ivs)
+    return ivs[:1] + [(lo - max(0.0, t - guard), hi) for (lo, hi), t in zip(ivs[1:], attach, strict=True)]
+
+
+def _redo(doc: dict[str, Any], w: dict[str, Any], guard: float, attach: bool = False) -> Analysis:
+    """One saved workload's figures, redone from its loops, halves and traced periods with ``guard`` (and, with
+    ``attach``, each period started earlier by its attach time beyond the guard: :func:`widened`)."""
+    traced = [(float(a), float(b)) for a, b in w["traced"]] if w["traced"] is not None else None
     return analyse(
         [(float(a), float(b)) for a, b in w["loops"]],
         [((float(on[0]), float(on[1])), (float(off[0]), float(off[1])))
          for on, off in zip(w["sensors_on"], w["sensors_off"], strict=True)],
-        [(float(a), float(b)) for a, b in w["traced"]] if w["traced"] is not None else None,
+        widened(traced, attach_times(w), guard) if attach else traced,
         int(doc.get("k_ref", K_REF)),
         float(doc.get("level", LEVEL)),
         guard,
@@ -1123,6 +1148,7 @@ def run(
         "pre_s": PRE_S,
         "post_s": POST_S,
         "sensor_copies": copies,
+        "attach_guard": True,  # each traced period starts its CUPTI attach time earlier beyond the guard (widened)
         "workloads": {},
     }
     ok = True
@@ -1139,7 +1165,8 @@ def run(
             write_json(out / OUT_NAME, doc)
             continue
         loops = loops_from_stamps(rec.stamps_ns)
-        a = analyse(loops, rec.cycles, rec.traced, dose=rec.dose)
+        attach = attach_times({"traced": rec.traced, "switch_s": rec.switch_s})
+        a = analyse(loops, rec.cycles, widened(rec.traced, attach, GUARD_S), dose=rec.dose)
         mode = "traced throughout" if rec.traced is None else f"{len(rec.traced)} traced periods"
         print(
             f"  {a.loops} loops, median {1e3 * a.median_loop_s:.1f} ms; {len(rec.cycles)} full sensor cycles; "

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
@@ -409,6 +410,8 @@ def test_a_dosed_run_keeps_its_reads_and_summarize_redoes_it(
 
 
 def test_the_read_counter_counts_every_source_read(mod: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
     from archline.hw import nvml
 
     monkeypatch.setattr(nvml._NVMLSource, "read", nvml._NVMLSource.read)  # restored after the test
@@ -426,15 +429,23 @@ def test_the_read_counter_counts_every_source_read(mod: ModuleType, monkeypatch:
     for _ in range(5):
         assert src.read() == 1.0
     got = counter.take()
-    assert list(got) == ["nvml.fake"] and got["nvml.fake"][0] == 5 and got["nvml.fake"][1] >= 0.0
+    assert list(got) == ["nvml.fake"] and got["nvml.fake"][0] == 5
     assert counter.take() == {} and mod.reads(got) == 5
+    # from several threads at once, as the samplers read: every read counted once
+    threads = [threading.Thread(target=lambda: [src.read() for _ in range(200)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert mod.reads(counter.take()) == 800
 
 
+@pytest.mark.parametrize("copies", ["0", "65"])
 def test_sensor_copies_out_of_range_is_one_line_exit_2(
-    mod: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    mod: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], copies: str
 ) -> None:
     monkeypatch.setattr(mod, "run", lambda *a, **k: pytest.fail("measured despite bad input"))
-    assert mod.main(["--sensor-copies", "0"]) == 2
+    assert mod.main(["--sensor-copies", copies]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--sensor-copies" in err[0]
 
@@ -496,7 +507,10 @@ def test_the_switch_table_in_the_docs_comes_from_the_shipped_runs(
 def test_the_dosed_runs_redo_as_shipped(mod: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     assert mod.main(["--summarize", *map(str, S16)]) == 0
     out = capsys.readouterr().out
-    assert out.count("sensors x16 samplers (measured)") == 3 and "DIFFERS" not in out
+    assert out.count("sensors x16 samplers (measured)") == 6 and "DIFFERS" not in out  # as run, and redone:
+    # the 2 s attaches with 16 samplers reach past the 0.5 s guard: redone with each period started that much earlier
+    assert out.count("starting its CUPTI attach time earlier where that is longer than the guard") == 3
+    assert "+1.02 % [-4.48 .. +4.88 %]" in out  # the decode loop on GPU-0a416f09, per sampler, redone
     assert "pooled (post hoc; a dosed run's changes ÷ its factor)" in out
     assert "+1.15 % [-3.13 .. +4.62 %]" in out  # the decode loop on GPU-0a416f09, per sampler
     # the driver serialises the energy counter's reads: 4.4 ms alone, ~66 ms each with 16 samplers queued
@@ -517,3 +531,47 @@ def test_period_states_and_attach_times_pair_the_saved_switches(mod: ModuleType)
     assert mod.attach_times(w) == [0.012, 0.013, 2.0]
     w["switch_s"] = w["switch_s"][:-2]  # does not pair with the periods: none
     assert mod.attach_times(w) is None
+
+
+def test_widened_starts_a_period_earlier_only_by_an_attach_beyond_the_guard(mod: ModuleType) -> None:
+    traced = [(20.0, 20.5), (0.0, 1.0), (10.0, 10.5)]
+    assert mod.widened(traced, [0.015, 2.0], 0.5) == [(0.0, 1.0), (10.0, 10.5), (18.5, 20.5)]  # the probe untouched
+    assert mod.widened(traced, None, 0.5) == sorted(traced) and mod.widened(None, [1.0], 0.5) is None
+
+
+def test_the_busy_factor_caps_the_dose_at_a_read_path_busy_throughout(mod: ModuleType) -> None:
+    cal = {"1": {"seconds": 2.0, "reads": {"nvml.energy": [200, 0.9]}},
+           "16": {"seconds": 2.0, "reads": {"nvml.energy": [600, 40.0]}}}  # fmt: skip
+    assert mod.busy_factor({"calibration": cal}) == pytest.approx(1.0 / 0.45)  # 0.45 s/s alone, all of it dosed
+    cal["16"]["reads"]["nvml.energy"] = [400, 1.2]  # 0.6 s/s: not saturated
+    assert mod.busy_factor({"calibration": cal}) == pytest.approx(0.6 / 0.45)
+    assert mod.busy_factor({"calibration": {"1": cal["1"]}}) is None and mod.busy_factor({}) is None
+
+
+def test_a_calibration_without_reads_leaves_the_figure_undosed(mod: ModuleType) -> None:
+    assert math.isnan(mod.Dose(16, 0.0, 300.0).factor)
+    halves = [("on", 0.0, 10.0), ("off", 10.0, 20.0)]
+    cal = {"1": {"seconds": 3.0, "reads": {}, "per_s": 0.0}, "16": {"seconds": 3.0, "reads": {}, "per_s": 0.0}}
+    rec = mod.ChildRecord([0, 1], halves, [], None, 1.0, 0.0, 1.0, 0, [], on_reads=[{}], copies=16, calibration=cal)
+    assert rec.dose is None
+
+
+def test_the_switch_table_matches_each_period_to_its_excess_in_a_run_that_widened_them(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loops, cycles, traced = timeline(seed=8, seconds=200.0, noise=0.0, drift=0.0, excess_s=0.04)
+    n = len(traced) - 1
+    attach = [2.0] * n  # every attach past the guard: each period widened by 1.5 s
+    switch_s = [1e-6] + [x for t in attach for x in (t, 1e-6)]
+    halves = [(k, *h) for on, off in cycles for k, h in (("on", on), ("off", off))]
+    stamps = [round(loops[0][0] * 1e9)] + [round(b * 1e9) for _, b in loops]
+    rec = mod.ChildRecord(stamps, halves, cycles, traced, 200.0, 5.0, 210.0, 1000, [], switch_s=switch_s)
+    assert mod.attach_times({"traced": traced, "switch_s": switch_s}) == attach
+    a = mod.analyse(loops, cycles, mod.widened(traced, attach, mod.GUARD_S))
+    doc = {"guard_s": mod.GUARD_S, "attach_guard": True, "workloads": {"torch": mod.record_json("torch", rec, a, [])}}
+    path = tmp_path / "overhead_interleaved-GPU-test.json"
+    mod.write_json(path, doc)
+    assert mod.main(["--switches", str(path)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert {r[3] for r in rows} <= {"on", "off", "between"} and sum(int(r[4]) for r in rows) == n
+    assert all(r[6] != "-" for r in rows if r[3] in ("on", "off"))  # every period found its excess

@@ -476,8 +476,10 @@ class UsageSource(_ChangeOnly):
 class EnergySource(_NVMLSource):
     """``nvmlDeviceGetTotalEnergyConsumption``: cumulative board energy since driver load, J.
 
-    The call blocks for 2–4 ms (measured on H100/H200), so it gets a thread of its own; the
-    counter itself updates every ~100 ms. ``t_s`` is the mid-point of the call.
+    The call blocks for 2–4.5 ms (measured on H100/H200), so it gets a thread of its own; the
+    counter itself updates every ~100 ms. ``t_s`` is the mid-point of the call. The driver
+    serialises these reads: 16 threads reading at once read only ~3x as often as one, each
+    read then waiting ~66 ms (benchmarks/overhead_interleaved.py, docs/attribution.md).
     """
 
     name = "nvml.energy"
