@@ -638,3 +638,31 @@ def test_injection_library_names_its_process_and_each_device_by_uuid(tmp_path):
     assert (proc.devices[0].source, proc.devices[0].name) == ("driver", "stub 100")
     assert {r.device for r in proc.records if r.kind == "kernel"} == {0, 1}
     assert len(proc.records) == len(trace.records) == 10004
+
+
+def test_on_switches_give_the_attach_times_and_a_slow_attach_is_named(tmp_path):
+    import struct
+
+    from archline.hw.cupti.inject import ChunkType, InjectionTrace
+    from archline.measurement.attribute.run import describe_injection
+
+    data = injection_output([("k", 1_000, 2_000)], clock=(0, 0))
+    data += injection_chunk(ChunkType.TRACE_ON, 1, struct.pack("<2Q", 0, 0))  # the start: no switch time
+    for i, (attach_ns, off_ns) in enumerate([(12_000_000, 3_000), (2_100_000_000, 4_000), (1_900_000_000, 2_000)]):
+        t = (i + 1) * 10**10
+        data += injection_chunk(ChunkType.TRACE_OFF, 1, struct.pack("<2Q", t, off_ns))
+        data += injection_chunk(ChunkType.TRACE_ON, 1, struct.pack("<2Q", t + 10**9, attach_ns))
+    (tmp_path / "cupti-9.bin").write_bytes(data)
+    out = read_injection_output(tmp_path)
+    assert out.attach_s == pytest.approx([0.012, 2.1, 1.9])
+    assert sorted(out.switch_s) == pytest.approx(sorted([0.012, 2.1, 1.9, 3e-6, 4e-6, 2e-6]))
+    notes: list[str] = []
+    info: dict[str, object] = {}
+    describe_injection(out, notes, info)
+    assert info["trace_attach_s_median"] == pytest.approx(1.9)
+    slow = [n for n in notes if "to attach" in n]
+    assert len(slow) == 1 and "1.9 s" in slow[0] and "another process reading NVML" in slow[0]
+    # archline's own sensors alone: 11-20 ms, no note
+    notes, info = [], {}
+    describe_injection(InjectionTrace(switch_s=[0.015, 1e-6], attach_s=[0.015, 0.018]), notes, info)
+    assert info["trace_attach_s_median"] == pytest.approx(0.018) and not any("to attach" in n for n in notes)

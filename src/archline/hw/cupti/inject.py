@@ -204,6 +204,8 @@ class InjectionTrace:
     traced: list[tuple[float, float]] | None = None
     #: With a duty cycle: seconds each switch of tracing took (enable or disable calls; attaching CUPTI).
     switch_s: list[float] = field(default_factory=list)
+    #: With a duty cycle: seconds each on-switch took (attaching CUPTI again in detach mode), the start's excluded.
+    attach_s: list[float] = field(default_factory=list)
     #: Duty cycle in detach mode: seconds cuptiFinalize held the program's thread, per detach.
     detach_s: list[float] = field(default_factory=list)
     #: Duty cycle in detach mode: seconds from asking for each detach to its end (the program's
@@ -426,6 +428,8 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
                 marks.extend((int(ns), on) for ns, _ in vals)
                 out.switch_s.extend(took * 1e-9 for _, took in vals if took)
+                if on:
+                    out.attach_s.extend(took * 1e-9 for _, took in vals if took)
             elif kind == ChunkType.INCOMPLETE:
                 if nbytes < 8:
                     raise ValueError("incomplete-records chunk without its count")

@@ -60,6 +60,9 @@ AUTO_MAX_COST = 0.01
 AUTO_PROBE_MS = 1000
 AUTO_RATE_PER_S = float(round(AUTO_MAX_COST / AUTO_RECORD_COST_S))
 AUTO_DUTY_MS = (500, 10000)
+#: A duty cycle's CUPTI attach slower than this (s, median) gets a note: 11-20 ms were measured with archline's own
+#: sensors, about 2 s with 15 more NVML readers queueing the driver (session 16, docs/attribution.md).
+SLOW_ATTACH_S = 0.2
 
 
 def default_out() -> Path:
@@ -345,6 +348,16 @@ def describe_injection(traced: InjectionTrace, notes: list[str], info: dict[str,
             f"duty cycle: {len(traced.switch_s)} switches of tracing, median "
             f"{1e3 * info['trace_switch_s_median']:.3g} ms each"
         )
+    if traced.attach_s:
+        att = sorted(traced.attach_s)
+        info["trace_attach_s_median"] = median = float(att[len(att) // 2])
+        if median > SLOW_ATTACH_S:
+            notes.append(
+                f"duty cycle: CUPTI took {median:.2g} s to attach (median of {len(att)}; 11-20 ms on the H100s and "
+                "H200s measured with archline's sensors alone): another process reading NVML (a monitoring agent, "
+                "nvidia-smi in a loop) may be queueing the driver, and each traced period then costs the program "
+                "about that long (docs/attribution.md, session 16)"
+            )
     if traced.detach_s:
         fin = sorted(traced.detach_s)
         info["trace_detaches"] = len(fin)
