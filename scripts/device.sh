@@ -21,6 +21,8 @@
 #                   operand data, pointer-chase latency)
 #   latency         archline characterize --only lat (pointer-chase latency alone)
 #   model           benchmarks/validate_model_ml.py on the roofline step's run (the frozen model's scores)
+#   across          benchmarks/validate_replay.py twice, in separate processes (REPLAY_ONLY, transformer by default), then
+#                   benchmarks/replay_across.py: each group's isolated energy from one capture to the next (issue 13's 3 %)
 #   interleaved     benchmarks/overhead_interleaved.py (the default's cost inside one process: the transformer step
 #                   and the decode loop, INTERLEAVED_SECONDS each, sensors toggled every INTERLEAVED_TOGGLE_S s, 10 by default)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
@@ -97,6 +99,13 @@ for s in "$@"; do
     real) step real 300 python3 "$B/validate_real_programs.py" --out "$R/real" ${REAL_ONLY:+--only "$REAL_ONLY"} "${q[@]}" ;;
     replay) TAILN=${TAILN:-70} step replay ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay" --gpu ${ON_GPU:-0} \
               --only ${REPLAY_ONLY:-resnet50,transformer} --budget-s ${REPLAY_BUDGET_S:-180} ${REPLAY_ARGS:-} "${q[@]}" ;;
+    across) for run in a b; do  # two separate processes (captures) of the same steps, then compared group by group
+              TAILN=${TAILN:-40} step across-$run ${REPLAY_LIMIT:-200} python3 "$B/validate_replay.py" --out "$R/replay-across-$run" \
+                --gpu ${ON_GPU:-0} --only ${REPLAY_ONLY:-transformer} --repeats 1 --budget-s ${REPLAY_BUDGET_S:-150} --no-marginal ${REPLAY_ARGS:-}
+            done
+            for w in $(echo ${REPLAY_ONLY:-transformer} | tr , ' '); do
+              step across-$w 60 python3 "$B/replay_across.py" "$R/replay-across-a/$w" "$R/replay-across-b/$w"
+            done ;;
     attribution) step attribution ${ATTRIBUTION_LIMIT:-900} python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} ${ATTRIBUTION_ARGS:-} "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;

@@ -1,0 +1,136 @@
+"""Graph replay's per-group energies from one process to the next: issue 13's 3 % reproducibility across runs.
+
+    python benchmarks/replay_across.py REPLAY_DIR REPLAY_DIR [REPLAY_DIR ...]
+
+``archline replay``'s repeats share one capture and one process (docs/replay.md, "Reproducibility"); a new process
+captures the step again, and cuDNN and cuBLAS may choose other algorithms at warm-up. Given the run directories of
+two or more separate replays of the same step on one board (``replay.csv`` and ``replay.json`` each), this matches
+the measured groups by name and judges each group's isolated energy per step across the runs exactly as replay
+judges its repeats (``replay_stats.reproducibility``: the range of the runs in % of their mean, two-sided; a group
+whose reported σ alone would spread it beyond the target is left unresolved unless its spread is beyond that
+noise). It prints each group's energies and spread, the whole step's, the groups measured in some runs only (a
+different capture), and the verdict. The runs must name one board (their manifests' GPU UUID): a comparison across
+boards is refused. Exit 0 on PASS, 1 otherwise, 2 with one line on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from archline.core.activity import demangle, short_name
+from archline.measurement.attribute.replay_stats import Energy, mean_of_runs, reproducibility, run_spread_pct
+
+TARGET_PCT = 3.0
+
+
+class BadInput(Exception):
+    """A replay directory that cannot be read, or runs that cannot be compared."""
+
+
+def _num(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def load(run: Path) -> tuple[str, dict[str, Energy], Energy]:
+    """(board UUID, {group: isolated energy per step}, the whole step) of one replay directory."""
+    try:
+        with (run / "replay.csv").open(newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        doc = json.loads((run / "replay.json").read_text(encoding="utf-8"))
+        manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{run}: not a replay directory ({exc.__class__.__name__}: {exc})") from exc
+    uuid = str((manifest.get("gpu") or {}).get("uuid") or "")
+    groups = {}
+    for r in rows:
+        if str(r.get("measurable", "")).lower() != "true":
+            continue
+        e, sd, t = _num(r.get("energy_j")), _num(r.get("energy_sigma_j")), _num(r.get("time_s"))
+        if math.isfinite(e) and math.isfinite(sd):
+            groups[str(r["group"])] = Energy(e, sd, t)
+    step = Energy(_num(doc.get("step_energy_j")), _num(doc.get("step_sigma_j")), _num(doc.get("step_time_s")))
+    if not groups or not math.isfinite(step.energy_j):
+        raise BadInput(f"{run}: no measured group or no whole-step energy in its replay.csv / replay.json")
+    return uuid, groups, step
+
+
+def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str], bool]:
+    """The printed lines and whether every judged group is within ``target_pct`` across the runs."""
+    loaded = [load(r) for r in runs]
+    boards = {u for u, _, _ in loaded}
+    if len(boards) != 1 or "" in boards:
+        raise BadInput(f"the runs name {len(boards)} boards ({', '.join(sorted(b[:12] for b in boards))}): compare "
+                       "runs of one board")  # fmt: skip
+    names = [set(g) for _, g, _ in loaded]
+    common = sorted(set.intersection(*names), key=lambda g: -loaded[0][1][g].energy_j)
+    only = sorted(set.union(*names) - set(common))
+    lines = [f"board {next(iter(boards))[:12]}, {len(runs)} runs: {', '.join(str(r) for r in runs)}",
+             f"{'group':<60} {'energy per step, each run (J)':<34} {'spread':>7} {'noise':>7}"]  # fmt: skip
+    judged: list[tuple[str, float | None, float | None]] = []
+    full = demangle(common)
+    shown = {g: short_name(full[g], 60) for g in common}
+    for g in common:
+        each = [gs[g] for _, gs, _ in loaded]
+        _, spread, noise = mean_of_runs(each)
+        judged.append((g, spread, noise))
+        vals = " ".join(f"{e.energy_j:.4f}" for e in each)
+        lines.append(f"{shown[g][:60]:<60} {vals:<34} {_pct(spread):>7} {_pct(noise):>7}")
+    steps = [s for _, _, s in loaded]
+    lines.append(f"{'whole step':<60} {' '.join(f'{s.energy_j:.4f}' for s in steps):<34} "
+                 f"{_pct(run_spread_pct([s.energy_j for s in steps])):>7}")  # fmt: skip
+    if only:
+        names = ", ".join(short_name(n, 50) for n in demangle(only).values())
+        lines.append(f"measured in some runs only (another capture): {names}")
+    rep = reproducibility(judged, target_pct)
+    if rep is None:
+        lines.append("no group measured in every run: nothing to judge")
+        return lines, False
+    lines.append(
+        f"across processes: median spread {rep['median_spread_pct']:.2f} %, max {rep['max_spread_pct']:.2f} % "
+        f"({shown[rep['worst_group']][:50]}); {len(rep['groups_outside_target'])} of {rep['groups']} groups outside "
+        f"{target_pct:g} %; {len(rep['groups_unresolved'])} too noisy to judge; {rep['verdict']} ({rep['resolution']})"
+    )
+    return lines, rep["verdict"] == "PASS"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.2f}%"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"replay_across: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _Parser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("runs", type=Path, nargs="+", help="replay run directories of one step on one board")
+    ap.add_argument("--target-pct", type=float, default=TARGET_PCT)
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    if len(a.runs) < 2:
+        print("replay_across: give at least two replay directories", file=sys.stderr)
+        return 2
+    try:
+        lines, ok = compare(a.runs, a.target_pct)
+    except BadInput as exc:
+        print(f"replay_across: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,82 @@
+"""benchmarks/replay_across.py: graph replay's per-group energies compared across separate runs on one board, from a
+shipped replay and copies of it with known changes; bad input a one-line exit 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.helpers.bench import load_bench
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "results" / "h100" / "replay-s10-GPU-5cf90472" / "transformer"
+
+
+@pytest.fixture(scope="module")
+def mod() -> ModuleType:
+    return load_bench("replay_across")
+
+
+def _copy(tmp: Path, name: str, scale: dict[int, float], drop: int | None = None, uuid: str | None = None) -> Path:
+    """The shipped replay with the energy of measured row i scaled by scale[i], row ``drop`` left out."""
+    d = tmp / name
+    shutil.copytree(SHIPPED, d)
+    with (d / "replay.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    measured = [r for r in rows if r["measurable"] == "true"]
+    for i, f in scale.items():
+        measured[i]["energy_j"] = repr(float(measured[i]["energy_j"]) * f)
+    if drop is not None:
+        rows.remove(measured[drop])
+    with (d / "replay.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    if uuid is not None:
+        m = json.loads((d / "manifest.json").read_text())
+        m["gpu"]["uuid"] = uuid
+        (d / "manifest.json").write_text(json.dumps(m))
+    return d
+
+
+def test_the_same_energies_pass_and_a_group_5_percent_off_fails(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    same = _copy(tmp_path, "b", {1: 1.01})
+    assert mod.main([str(SHIPPED), str(same)]) == 0
+    out = capsys.readouterr().out
+    assert "0 of 6 groups outside 3 %" in out and "PASS" in out and "1.00%" in out
+    off = _copy(tmp_path, "c", {1: 1.05})
+    assert mod.main([str(SHIPPED), str(off)]) == 1
+    out = capsys.readouterr().out
+    assert "1 of 6 groups outside 3 %" in out and "FAIL" in out and "4.88%" in out  # 5 % of the mean of 1 and 1.05
+
+
+def test_a_group_of_another_capture_is_named_not_judged(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = _copy(tmp_path, "b", {}, drop=5)
+    assert mod.main([str(SHIPPED), str(other)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("measured in some runs only (another capture): "))
+    assert "," not in line  # one group, not judged
+    assert "of 5 groups outside" in out
+
+
+@pytest.mark.parametrize("case", ["one", "boards", "missing"])
+def test_bad_input_is_one_line_exit_2(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    argv = {
+        "one": [str(SHIPPED)],
+        "boards": [str(SHIPPED), str(_copy(tmp_path, "b", {}, uuid="GPU-00000000-0000"))],
+        "missing": [str(SHIPPED), str(tmp_path / "nope")],
+    }[case]
+    assert mod.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("replay_across: ")
