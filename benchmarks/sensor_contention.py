@@ -1,0 +1,364 @@
+"""Whether archline's sensors delay a program's CUDA calls: launch + synchronise latency with 0, 1 and K samplers.
+
+Usage (GPU machine):
+    python benchmarks/sensor_contention.py [--seconds 90] [--half-s 2] [--copies 16] [--gpu 0]
+        [--cpus auto|none|LIST] [--json FILE]
+    python benchmarks/sensor_contention.py --summarize FILE.json [FILE.json ...]      (any machine)
+
+Why: toggling the sensors on real loops did not resolve their share of the default's cost (docs/attribution.md,
+sessions 13-16): those loops' time moves by tens of per cent within seconds. A sampler runs in archline's process, on
+other CPUs, so it can slow a program mainly through the driver, where NVML's energy reads are serialised (4.4 ms
+each alone, ~66 ms each with 16 samplers queued) and CUPTI's attach was seen waiting behind them (session 16). This
+measures the program's side of that directly, on the most driver-bound loop there is: a child process (pinned as
+``bench_run_overhead --cpus auto`` pins it) launches one tiny kernel and synchronises, over and over, for
+``--seconds``, timing every iteration on the Unix clock. Meanwhile this process cycles the sensors through three
+states, ``--half-s`` each, the order rotating from cycle to cycle: ``none``; ``one``, archline's sensors as
+``archline run`` records them (``Attribution(trace=False)``, the energy counter and the power buffer); and ``xK``,
+those plus K - 1 bare samplers (``overhead_interleaved.BareSampler``), a dose. Switching states falls between
+halves.
+
+Figures: per half, the iterations that start inside it: their count, mean, and (from a log-spaced histogram) median
+and 99th percentile. Per full cycle, each sensor state's mean over the cycle's ``none`` mean, minus 1; the cycles'
+changes give a Hodges-Lehmann estimate with its signed-rank interval (``bench_run_overhead.paired_estimate``, ~90 %).
+The ``one`` state is the default's figure, judged two-sided against ±3 % like the other overhead figures (PASS: all of
+the interval within). The mean, not the median, is judged: a wait for a driver lock is a rare long iteration, and
+the mean counts it. A program that spends all its time launching and synchronising is the worst case for a cost
+through the driver; costs through the CPUs' shared caches or memory are not what this loop would show.
+
+``--json`` keeps every half's state, times, count, sum, sum of squares and histogram, so ``--summarize`` redoes every
+figure exactly. Exit 0 when the ``one`` figure passes, 1 otherwise, 2 with one line on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_run_overhead as bro  # noqa: E402
+
+LIMIT = bro.LIMIT
+LEVEL = bro.LEVEL
+#: Histogram of each half's iteration times: log-spaced edges from 1 µs to 10 s (ns), 100 per decade (2.3 % wide).
+EDGES_NS = np.logspace(3, 10, 7 * 100 + 1)
+#: Fewest iterations a half needs to count; fewest cycles for an interval.
+MIN_ITER = 100
+MIN_N = 5
+NONE = "none"
+ONE = "one"
+
+
+# ---------------------------------------------------------------- pure analysis
+
+
+@dataclass(frozen=True)
+class Half:
+    """One half: the sensors' state, its Unix seconds, and the iterations starting inside it."""
+
+    state: str
+    start_s: float
+    end_s: float
+    n: int
+    sum_ns: float
+    sumsq_ns: float
+    hist: list[int]
+
+    @property
+    def mean_ns(self) -> float:
+        return self.sum_ns / self.n if self.n else math.nan
+
+    def quantile_ns(self, q: float) -> float:
+        """The q-quantile from the histogram (the upper edge of the bin that reaches it)."""
+        if not self.n:
+            return math.nan
+        c = np.cumsum(self.hist)
+        i = int(np.searchsorted(c, q * self.n))
+        return float(EDGES_NS[min(i + 1, len(EDGES_NS) - 1)])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "start_s": self.start_s, "end_s": self.end_s, "n": self.n, "sum_ns": self.sum_ns,
+                "sumsq_ns": self.sumsq_ns, "hist": self.hist}  # fmt: skip
+
+
+def halves_of(starts_ns: np.ndarray, durs_ns: np.ndarray, spans: Sequence[tuple[str, float, float]]) -> list[Half]:
+    """Each span's (state, start, end in Unix s) iterations: those whose start lies inside it."""
+    order = np.argsort(starts_ns, kind="stable")
+    s, d = starts_ns[order], durs_ns[order].astype(np.float64)
+    out = []
+    for state, a, b in spans:
+        lo, hi = np.searchsorted(s, round(a * 1e9)), np.searchsorted(s, round(b * 1e9))
+        x = d[lo:hi]
+        hist = np.histogram(np.clip(x, EDGES_NS[0], EDGES_NS[-1] - 1), EDGES_NS)[0]
+        out.append(Half(state, a, b, int(x.size), float(x.sum()), float((x * x).sum()), [int(v) for v in hist]))
+    return out
+
+
+def cycles_of(halves: Sequence[Half], states: Sequence[str]) -> list[dict[str, Half]]:
+    """Consecutive runs of len(states) halves holding every state once (the rotating order's cycles); halves with
+    too few iterations make their cycle incomplete."""
+    k = len(states)
+    out = []
+    for i in range(0, len(halves) - k + 1, k):
+        chunk = {h.state: h for h in halves[i : i + k] if h.n >= MIN_ITER}
+        if set(chunk) == set(states):
+            out.append(chunk)
+    return out
+
+
+@dataclass(frozen=True)
+class Change:
+    """A sensor state's change of the mean iteration time against none, over the cycles."""
+
+    state: str
+    centre: float | None
+    lo: float | None
+    hi: float | None
+    n: int
+    extra_ns: float | None  # the change in ns per iteration, at the centre
+    p99_change: float | None  # information: the median over cycles of the 99th percentile's change
+
+    @property
+    def verdict(self) -> str:
+        return bro.interval_verdict(self.lo, self.hi)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"state": self.state, "centre": self.centre, "lo": self.lo, "hi": self.hi, "n": self.n,
+                "extra_ns": self.extra_ns, "p99_change": self.p99_change, "verdict": self.verdict}  # fmt: skip
+
+
+def changes(halves: Sequence[Half], states: Sequence[str], level: float = LEVEL) -> list[Change]:
+    """Each sensor state's change of the mean against ``none`` over the full cycles."""
+    cyc = cycles_of(halves, states)
+    base = [c[NONE].mean_ns for c in cyc]
+    out = []
+    for st in states:
+        if st == NONE:
+            continue
+        ch = [c[st].mean_ns / c[NONE].mean_ns - 1.0 for c in cyc]
+        p99 = [c[st].quantile_ns(0.99) / c[NONE].quantile_ns(0.99) - 1.0 for c in cyc]
+        med_p99 = float(np.median(p99)) if p99 else None
+        if len(ch) < MIN_N:
+            centre = float(np.median(ch)) if ch else None
+            out.append(Change(st, centre, None, None, len(ch), None, med_p99))
+            continue
+        pe = bro.paired_estimate(ch, level)
+        out.append(Change(st, pe.centre, pe.lo, pe.hi, pe.n, pe.centre * float(np.median(base)), med_p99))
+    return out
+
+
+def report_lines(halves: Sequence[Half], states: Sequence[str], got: Sequence[Change]) -> list[str]:
+    lines = [f"  {'sensors':<8} {'halves':>6} {'iterations':>10} {'mean µs':>8} {'median µs':>9} {'p99 µs':>8}"]
+    for st in states:
+        hs = [h for h in halves if h.state == st and h.n]
+        n = sum(h.n for h in hs)
+        mean = sum(h.sum_ns for h in hs) / n if n else math.nan
+        med = float(np.median([h.quantile_ns(0.5) for h in hs])) if hs else math.nan
+        p99 = float(np.median([h.quantile_ns(0.99) for h in hs])) if hs else math.nan
+        lines.append(f"  {st:<8} {len(hs):>6} {n:>10} {mean / 1e3:>8.2f} {med / 1e3:>9.2f} {p99 / 1e3:>8.2f}")
+    for c in got:
+        iv = f"[{100 * c.lo:+.2f} .. {100 * c.hi:+.2f} %]" if c.lo is not None and c.hi is not None else "[no interval]"
+        centre = f"{100 * c.centre:+.2f} %" if c.centre is not None else "n/a"
+        extra = f", {c.extra_ns / 1e3:+.2f} µs per launch + sync" if c.extra_ns is not None else ""
+        p99 = f"; p99 {100 * c.p99_change:+.1f} %" if c.p99_change is not None else ""
+        judged = " (the default's figure)" if c.state == ONE else " (a dose: information)"
+        lines.append(f"  {c.state} vs none: mean {centre} {iv} {c.verdict}{judged}, n={c.n} cycles{extra}{p99}")
+    return lines
+
+
+# ---------------------------------------------------------------- the measurement (GPU machine)
+
+
+def child(seconds: float, out: Path, cpus: list[int]) -> int:
+    """Launch one tiny kernel and synchronise until ``seconds`` have passed; save every iteration's start (Unix ns)
+    and length (ns) to ``out`` (.npz). Prints READY when the timed loop starts."""
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    try:
+        import torch
+    except ImportError:
+        print("sensor_contention: the child needs PyTorch", file=sys.stderr)
+        return 3
+    x = torch.zeros(1, device="cuda")
+    for _ in range(1000):  # warm up
+        x.add_(1.0)
+        torch.cuda.synchronize()
+    starts: list[int] = []
+    durs: list[int] = []
+    clock = time.time_ns
+    print("READY", flush=True)
+    end = clock() + int(seconds * 1e9)
+    while True:
+        t0 = clock()
+        x.add_(1.0)
+        torch.cuda.synchronize()
+        t1 = clock()
+        starts.append(t0)
+        durs.append(t1 - t0)
+        if t1 >= end:
+            break
+    np.savez(out, starts_ns=np.asarray(starts, dtype=np.int64), durs_ns=np.asarray(durs, dtype=np.int64))
+    return 0
+
+
+@contextlib.contextmanager
+def state_of(state: str, gpu: int, copies: int) -> Iterator[None]:
+    """The sensors of one state: none, archline's (one), or those and copies - 1 bare samplers."""
+    import overhead_interleaved as oi
+
+    if state == NONE:
+        yield
+        return
+    with oi.sensors_on(gpu, 1 if state == ONE else copies):
+        yield
+
+
+def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: list[int]) -> dict[str, Any]:
+    """Run the child and cycle the sensors' states; every half's figures (the raw iterations are summarised)."""
+    states = [NONE, ONE, f"x{copies}"]
+    with tempfile.TemporaryDirectory(prefix="archline-contention-") as tmp:
+        out = Path(tmp) / "iterations.npz"
+        cmd = [sys.executable, __file__, "--child", "--seconds", repr(seconds), "--child-out", str(out),
+               "--cpus", ",".join(map(str, child_cpus)) or "none"]  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        spans: list[tuple[str, float, float]] = []
+        try:
+            for line in proc.stdout:
+                if line.strip() == "READY":
+                    break
+            else:
+                raise RuntimeError(f"the child ended before its loop (exit {proc.wait()})")
+            c = 0
+            while proc.poll() is None:
+                order = states[c % 3 :] + states[: c % 3]
+                for st in order:
+                    if proc.poll() is not None:
+                        break
+                    with state_of(st, gpu, copies):
+                        a = time.time()
+                        with contextlib.suppress(subprocess.TimeoutExpired):
+                            proc.wait(timeout=half_s)
+                        b = time.time()
+                    spans.append((st, a, b))
+                c += 1
+            if proc.wait() != 0:
+                raise RuntimeError(f"the child failed (exit {proc.returncode})")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        data = np.load(out)
+        halves = halves_of(data["starts_ns"], data["durs_ns"], spans)
+    return {"states": states, "seconds": seconds, "half_s": half_s, "copies": copies, "gpu": gpu, "level": LEVEL,
+            "cpus": child_cpus, "halves": [h.to_json() for h in halves]}  # fmt: skip
+
+
+def analysed(doc: dict[str, Any]) -> tuple[list[Half], list[str], list[Change]]:
+    halves = [Half(str(h["state"]), float(h["start_s"]), float(h["end_s"]), int(h["n"]), float(h["sum_ns"]),
+                   float(h["sumsq_ns"]), [int(v) for v in h["hist"]]) for h in doc["halves"]]  # fmt: skip
+    states = [str(s) for s in doc["states"]]
+    return halves, states, changes(halves, states, float(doc.get("level", LEVEL)))
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Atomically (a temporary file in the same folder, then os.replace)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"sensor_contention: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _Parser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=90.0, help="the child's timed loop (s)")
+    ap.add_argument("--half-s", type=float, default=2.0, help="each state's half (s)")
+    ap.add_argument("--copies", type=int, default=16, help="samplers in the dosed state")
+    ap.add_argument("--gpu", type=int, default=0)
+    ap.add_argument("--cpus", default="auto", help="the child's CPUs (auto: the upper half of this process's)")
+    ap.add_argument("--json", type=Path, default=None, help="write every half's figures here")
+    ap.add_argument("--summarize", type=Path, nargs="+", default=None, help="redo the figures of saved JSON files")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", type=Path, default=None, help=argparse.SUPPRESS)
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else 2
+    if a.child:
+        cpus = [] if a.cpus in ("none", "") else [int(c) for c in a.cpus.split(",")]
+        return child(a.seconds, a.child_out, cpus)
+    if a.summarize is not None:
+        for path in a.summarize:
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+                halves, states, got = analysed(doc)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                print(f"sensor_contention: {path}: not a run's JSON ({exc.__class__.__name__}: {exc})", file=sys.stderr)
+                return 2
+            print(f"== {path.name}: {len(halves)} halves of {doc['half_s']:g} s, {len(cycles_of(halves, states))} "
+                  f"full cycles")  # fmt: skip
+            print("\n".join(report_lines(halves, states, got)))
+        return 0
+    problem = None
+    if not (math.isfinite(a.half_s) and a.half_s > 0):
+        problem = "--half-s must be a positive number of seconds"
+    elif not (math.isfinite(a.seconds) and a.seconds >= 3 * MIN_N * a.half_s):
+        problem = f"--seconds must be at least {3 * MIN_N} x --half-s ({MIN_N} full cycles of three states)"
+    elif not 2 <= a.copies <= 64:
+        problem = "--copies must be 2 to 64"
+    elif a.gpu < 0:
+        problem = "--gpu must be >= 0"
+    child_cpus: list[int] = []
+    own_cpus: list[int] = []
+    if problem is None:
+        try:
+            child_cpus, own_cpus = bro.split_cpus(sorted(os.sched_getaffinity(0)), a.cpus)
+        except ValueError as exc:
+            problem = f"--cpus {a.cpus}: {exc}"
+    if problem is not None:
+        print(f"sensor_contention: {problem}", file=sys.stderr)
+        return 2
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:  # the child's CUDA device is the GPU the sensors read
+        os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(a.gpu)
+    if own_cpus:
+        os.sched_setaffinity(0, own_cpus)
+    print(f"== launch + synchronise, {a.seconds:g} s; sensors none / one / x{a.copies}, {a.half_s:g} s each; child "
+          f"CPUs {','.join(map(str, child_cpus)) or 'not pinned'}", flush=True)  # fmt: skip
+    doc = measure(a.seconds, a.half_s, a.copies, a.gpu, child_cpus)
+    halves, states, got = analysed(doc)
+    doc["figures"] = [c.to_json() for c in got]
+    if a.json is not None:
+        write_json(a.json, doc)
+    print("\n".join(report_lines(halves, states, got)))
+    one = next(c for c in got if c.state == ONE)
+    return 0 if one.verdict == "PASS" else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,110 @@
+"""benchmarks/sensor_contention.py: the sensors' effect on a launch + synchronise loop, from synthetic iterations
+(three sensor states in rotating halves, known delays); its JSON and --summarize; bad input a one-line exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from tests.helpers.bench import load_bench
+
+T0 = 1.7e9  # Unix seconds
+
+
+@pytest.fixture(scope="module")
+def mod() -> ModuleType:
+    return load_bench("sensor_contention")
+
+
+def synthetic(
+    seed: int, delay: dict[str, float], wait: dict[str, float] | None = None, cycles: int = 12, half_s: float = 0.5
+) -> tuple[np.ndarray, np.ndarray, list[tuple[str, float, float]]]:
+    """~50 µs iterations (lognormal 30 %, each half ±2 % slower or faster at random) in rotating halves of three
+    states; an iteration starting in a state's half is ``delay[state]`` slower, and ``wait[state]`` of them take
+    4.4 ms more (a queued NVML read)."""
+    rng = np.random.default_rng(seed)
+    states = ["none", "one", "x16"]
+    spans, t = [], T0
+    for c in range(cycles):
+        for st in states[c % 3 :] + states[: c % 3]:
+            spans.append((st, t, t + half_s))
+            t += half_s + 0.4  # the switch between halves
+    starts, durs = [], []
+    for st, a, b in spans:
+        n = int((b - a) / 50e-6)
+        d = 50e3 * rng.lognormal(0.0, 0.3, n) * (1 + rng.normal(0, 0.02)) * (1 + delay.get(st, 0.0))
+        if wait and wait.get(st):
+            d += 4.4e6 * (rng.random(n) < wait[st])
+        s = np.round(a * 1e9 + np.concatenate([[0], np.cumsum(d[:-1])]))
+        keep = s < b * 1e9
+        starts.append(s[keep]), durs.append(d[keep])
+    return np.concatenate(starts).astype(np.int64), np.round(np.concatenate(durs)).astype(np.int64), spans
+
+
+def test_a_dose_that_slows_every_call_is_found_and_one_sampler_that_does_not_passes(mod: ModuleType) -> None:
+    s, d, spans = synthetic(1, {"x16": 0.10})
+    halves = mod.halves_of(s, d, spans)
+    assert len(halves) == 36 and all(h.n > 5000 for h in halves)
+    assert len(mod.cycles_of(halves, ["none", "one", "x16"])) == 12
+    one, dosed = mod.changes(halves, ["none", "one", "x16"])
+    assert one.state == "one" and one.lo < 0.0 < one.hi and one.verdict == "PASS"
+    assert dosed.lo < 0.10 < dosed.hi and dosed.verdict == "FAIL"
+    assert dosed.extra_ns == pytest.approx(0.10 * 50e3 * np.exp(0.045), rel=0.3)  # ~5.2 µs per launch + sync
+    lines = mod.report_lines(halves, ["none", "one", "x16"], [one, dosed])
+    assert "one vs none" in lines[-2] and "(the default's figure)" in lines[-2] and "PASS" in lines[-2]
+
+
+def test_rare_long_waits_move_the_mean_not_the_median(mod: ModuleType) -> None:
+    s, d, spans = synthetic(2, {}, wait={"one": 0.002})  # 0.2 % of calls wait one 4.4 ms read: +17 % on the mean
+    halves = mod.halves_of(s, d, spans)
+    one, _ = mod.changes(halves, ["none", "one", "x16"])
+    assert one.lo > 0.1 and one.verdict == "FAIL"
+    med = {st: np.median([h.quantile_ns(0.5) for h in halves if h.state == st]) for st in ("none", "one")}
+    assert med["one"] == pytest.approx(med["none"], rel=0.03)
+
+
+def test_the_json_redoes_every_figure(mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s, d, spans = synthetic(3, {"x16": 0.03})
+    halves = mod.halves_of(s, d, spans)
+    doc = {"states": ["none", "one", "x16"], "seconds": 20.0, "half_s": 0.5, "copies": 16, "gpu": 0,
+           "level": mod.LEVEL, "cpus": [], "halves": [h.to_json() for h in halves]}  # fmt: skip
+    got = mod.changes(halves, doc["states"])
+    doc["figures"] = [c.to_json() for c in got]
+    path = tmp_path / "contention.json"
+    mod.write_json(path, doc)
+    _, _, redone = mod.analysed(json.loads(path.read_text()))
+    assert [c.to_json() for c in redone] == doc["figures"]
+    assert mod.main(["--summarize", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "12 full cycles" in out and out.count(" vs none: mean ") == 2
+
+
+def test_too_few_cycles_give_no_interval(mod: ModuleType) -> None:
+    s, d, spans = synthetic(4, {}, cycles=3)
+    one, _ = mod.changes(mod.halves_of(s, d, spans), ["none", "one", "x16"])
+    assert one.n == 3 and one.lo is None and one.verdict == "UNRESOLVED"
+
+
+@pytest.mark.parametrize(
+    "argv", [["--half-s", "0"], ["--seconds", "10", "--half-s", "2"], ["--copies", "1"], ["--cpus", "x-y"]]
+)
+def test_bad_input_is_one_line_exit_2_before_any_gpu(
+    mod: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    monkeypatch.setattr(mod, "measure", lambda *a, **k: pytest.fail("measured despite bad input"))
+    assert mod.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sensor_contention: ")
+
+
+def test_summarize_of_a_broken_file_is_one_line_exit_2(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = tmp_path / "broken.json"
+    f.write_text("{}")
+    assert mod.main(["--summarize", str(f)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
