@@ -73,6 +73,10 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str]
     names = [set(g) for _, g, _ in loaded]
     common = sorted(set.intersection(*names), key=lambda g: -loaded[0][1][g].energy_j)
     only = sorted(set.union(*names) - set(common))
+    # replay's own rows ("[all other nodes]", "[a replay's fixed cost]", ...) depend on which groups each capture
+    # measured and on what it took out: shown, never judged; runs that differ in them are not comparable
+    parts = [{g for g in n if g.startswith("[")} for n in names]
+    common, shown_only = [g for g in common if not g.startswith("[")], [g for g in common if g.startswith("[")]
     lines = [f"board {next(iter(boards))[:12]}, {len(runs)} runs: {', '.join(str(r) for r in runs)}",
              f"{'group':<60} {'energy per step, each run (J)':<34} {'spread':>7} {'noise':>7}"]  # fmt: skip
     judged: list[tuple[str, float | None, float | None]] = []
@@ -84,12 +88,21 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str]
         judged.append((g, spread, noise))
         vals = " ".join(f"{e.energy_j:.4f}" for e in each)
         lines.append(f"{shown[g][:60]:<60} {vals:<34} {_pct(spread):>7} {_pct(noise):>7}")
+    for g in shown_only:
+        vals = " ".join(f"{gs[g].energy_j:.4f}" for _, gs, _ in loaded)
+        lines.append(f"{g[:60]:<60} {vals:<34} {_pct(run_spread_pct([gs[g].energy_j for _, gs, _ in loaded])):>7}"
+                     "  (replay's own row: not judged)")  # fmt: skip
     steps = [s for _, _, s in loaded]
     lines.append(f"{'whole step':<60} {' '.join(f'{s.energy_j:.4f}' for s in steps):<34} "
                  f"{_pct(run_spread_pct([s.energy_j for s in steps])):>7}")  # fmt: skip
     if only:
         names = ", ".join(short_name(n, 50) for n in demangle(only).values())
         lines.append(f"measured in some runs only (another capture): {names}")
+    if any(p != parts[0] for p in parts) or any(set(gs) - set(common) - parts[0] for _, gs, _ in loaded):
+        odd = ", ".join(sorted(set.union(*parts) - set.intersection(*parts))) or "groups only some measured"
+        lines.append(f"UNRESOLVED: the captures measured different groups or took out different parts of the step "
+                     f"({odd}), so replay's rows for the rest differ by more than any group's energy")  # fmt: skip
+        return lines, False
     rep = reproducibility(judged, target_pct)
     if rep is None:
         lines.append("no group measured in every run: nothing to judge")

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -59,6 +60,9 @@ EDGES_NS = np.logspace(3, 10, 7 * 100 + 1)
 #: Fewest iterations a half needs to count; fewest cycles for an interval.
 MIN_ITER = 100
 MIN_N = 5
+#: About how long a switch of states takes outside the halves (s): the sensors' 0.3 s pre- and post-roll, the
+#: attribution on leaving, stopping the bare samplers.
+SWITCH_S = 1.0
 NONE = "none"
 ONE = "one"
 
@@ -77,6 +81,7 @@ class Half:
     sum_ns: float
     sumsq_ns: float
     hist: list[int]
+    nvml_reads: int | None = None  # archline's NVML reads in this process during the half (None: not counted)
 
     @property
     def mean_ns(self) -> float:
@@ -162,14 +167,20 @@ def changes(halves: Sequence[Half], states: Sequence[str], level: float = LEVEL)
 
 
 def report_lines(halves: Sequence[Half], states: Sequence[str], got: Sequence[Change]) -> list[str]:
-    lines = [f"  {'sensors':<8} {'halves':>6} {'iterations':>10} {'mean µs':>8} {'median µs':>9} {'p99 µs':>8}"]
+    lines = [f"  {'sensors':<8} {'halves':>6} {'iterations':>10} {'mean µs':>8} {'median µs':>9} {'p99 µs':>8} "
+             f"{'NVML reads/s':>12}"]  # fmt: skip
     for st in states:
         hs = [h for h in halves if h.state == st and h.n]
         n = sum(h.n for h in hs)
         mean = sum(h.sum_ns for h in hs) / n if n else math.nan
         med = float(np.median([h.quantile_ns(0.5) for h in hs])) if hs else math.nan
         p99 = float(np.median([h.quantile_ns(0.99) for h in hs])) if hs else math.nan
-        lines.append(f"  {st:<8} {len(hs):>6} {n:>10} {mean / 1e3:>8.2f} {med / 1e3:>9.2f} {p99 / 1e3:>8.2f}")
+        secs = sum(h.end_s - h.start_s for h in hs)
+        rd = [h.nvml_reads for h in hs if h.nvml_reads is not None]
+        rate = f"{sum(rd) / secs:.0f}" if rd and secs > 0 else "-"
+        lines.append(
+            f"  {st:<8} {len(hs):>6} {n:>10} {mean / 1e3:>8.2f} {med / 1e3:>9.2f} {p99 / 1e3:>8.2f} {rate:>12}"
+        )
     for c in got:
         iv = f"[{100 * c.lo:+.2f} .. {100 * c.hi:+.2f} %]" if c.lo is not None and c.hi is not None else "[no interval]"
         centre = f"{100 * c.centre:+.2f} %" if c.centre is not None else "n/a"
@@ -229,6 +240,10 @@ def state_of(state: str, gpu: int, copies: int) -> Iterator[None]:
 
 def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: list[int]) -> dict[str, Any]:
     """Run the child and cycle the sensors' states; every half's figures (the raw iterations are summarised)."""
+    import overhead_interleaved as oi
+
+    from archline.errors import ArchlineError
+
     states = [NONE, ONE, f"x{copies}"]
     with tempfile.TemporaryDirectory(prefix="archline-contention-") as tmp:
         out = Path(tmp) / "iterations.npz"
@@ -237,24 +252,32 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         spans: list[tuple[str, float, float]] = []
+        reads: list[int] = []
+        notes: list[str] = []
         try:
             for line in proc.stdout:
                 if line.strip() == "READY":
                     break
             else:
                 raise RuntimeError(f"the child ended before its loop (exit {proc.wait()})")
+            orders = list(itertools.permutations(states))  # every order in turn: each state follows each other
+            oi.COUNTER.install()  # NVML reads per half: the dose as it was, not as asked
             c = 0
             while proc.poll() is None:
-                order = states[c % 3 :] + states[: c % 3]
-                for st in order:
+                for st in orders[c % len(orders)]:
                     if proc.poll() is not None:
                         break
-                    with state_of(st, gpu, copies):
-                        a = time.time()
-                        with contextlib.suppress(subprocess.TimeoutExpired):
-                            proc.wait(timeout=half_s)
-                        b = time.time()
-                    spans.append((st, a, b))
+                    try:
+                        with state_of(st, gpu, copies):
+                            oi.COUNTER.take()
+                            a = time.time()
+                            with contextlib.suppress(subprocess.TimeoutExpired):
+                                proc.wait(timeout=half_s)
+                            b = time.time()
+                            spans.append((st, a, b))
+                            reads.append(oi.reads(oi.COUNTER.take()))
+                    except ArchlineError as exc:  # the sensors failed to end (their half is kept): go on
+                        notes.append(f"the sensors of a {st!r} half ended with an error: {exc}")
                 c += 1
             if proc.wait() != 0:
                 raise RuntimeError(f"the child failed (exit {proc.returncode})")
@@ -265,12 +288,15 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
         data = np.load(out)
         halves = halves_of(data["starts_ns"], data["durs_ns"], spans)
     return {"states": states, "seconds": seconds, "half_s": half_s, "copies": copies, "gpu": gpu, "level": LEVEL,
-            "cpus": child_cpus, "halves": [h.to_json() for h in halves]}  # fmt: skip
+            "cpus": child_cpus, "notes": notes,
+            "halves": [{**h.to_json(), "nvml_reads": r} for h, r in zip(halves, reads, strict=True)]}  # fmt: skip
 
 
 def analysed(doc: dict[str, Any]) -> tuple[list[Half], list[str], list[Change]]:
     halves = [Half(str(h["state"]), float(h["start_s"]), float(h["end_s"]), int(h["n"]), float(h["sum_ns"]),
-                   float(h["sumsq_ns"]), [int(v) for v in h["hist"]]) for h in doc["halves"]]  # fmt: skip
+                   float(h["sumsq_ns"]), [int(v) for v in h["hist"]],
+                   int(h["nvml_reads"]) if h.get("nvml_reads") is not None else None)
+              for h in doc["halves"]]  # fmt: skip
     states = [str(s) for s in doc["states"]]
     return halves, states, changes(halves, states, float(doc.get("level", LEVEL)))
 
@@ -327,8 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     problem = None
     if not (math.isfinite(a.half_s) and a.half_s > 0):
         problem = "--half-s must be a positive number of seconds"
-    elif not (math.isfinite(a.seconds) and a.seconds >= 3 * MIN_N * a.half_s):
-        problem = f"--seconds must be at least {3 * MIN_N} x --half-s ({MIN_N} full cycles of three states)"
+    elif not (math.isfinite(a.seconds) and a.seconds >= MIN_N * (3 * a.half_s + 3 * SWITCH_S)):
+        problem = (f"--seconds must be at least {MIN_N} x (3 x --half-s + {3 * SWITCH_S:g}): {MIN_N} full cycles of "
+                   f"three states, each switch about {SWITCH_S:g} s")  # fmt: skip
     elif not 2 <= a.copies <= 64:
         problem = "--copies must be 2 to 64"
     elif a.gpu < 0:

@@ -109,7 +109,8 @@ for s in "$@"; do
               step across-$w 60 python3 "$B/replay_across.py" "$R/replay-across-a/$w" "$R/replay-across-b/$w"
             done ;;
     contention) step contention ${CONTENTION_LIMIT:-200} python3 "$B/sensor_contention.py" --gpu ${ON_GPU:-0} \
-                  --seconds ${CONTENTION_SECONDS:-90} --copies ${CONTENTION_COPIES:-16} --json "$OUT/logs/sensor_contention.json" ;;
+                  --seconds ${CONTENTION_SECONDS:-90} --copies ${CONTENTION_COPIES:-16} --json "$OUT/logs/sensor_contention.json"
+                lscpu -e >"$OUT/logs/lscpu.txt" 2>&1 ;;
     attribution) step attribution ${ATTRIBUTION_LIMIT:-900} python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} ${ATTRIBUTION_ARGS:-} "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;

@@ -651,11 +651,15 @@ def test_on_switches_give_the_attach_times_and_a_slow_attach_is_named(tmp_path):
     for i, (attach_ns, off_ns) in enumerate([(12_000_000, 3_000), (2_100_000_000, 4_000), (1_900_000_000, 2_000)]):
         t = (i + 1) * 10**10
         data += injection_chunk(ChunkType.TRACE_OFF, 1, struct.pack("<2Q", t, off_ns))
+        data += injection_chunk(ChunkType.DETACH, 1, struct.pack("<2Q", 10**6, 5 * 10**6))  # detach mode
         data += injection_chunk(ChunkType.TRACE_ON, 1, struct.pack("<2Q", t + 10**9, attach_ns))
+    # an on-switch without a detach before it (disable mode, or a detach that failed) only enables: not an attach
+    data += injection_chunk(ChunkType.TRACE_OFF, 1, struct.pack("<2Q", 5 * 10**10, 1_000))
+    data += injection_chunk(ChunkType.TRACE_ON, 1, struct.pack("<2Q", 5 * 10**10 + 10**9, 3_000_000_000))
     (tmp_path / "cupti-9.bin").write_bytes(data)
     out = read_injection_output(tmp_path)
     assert out.attach_s == pytest.approx([0.012, 2.1, 1.9])
-    assert sorted(out.switch_s) == pytest.approx(sorted([0.012, 2.1, 1.9, 3e-6, 4e-6, 2e-6]))
+    assert sorted(out.switch_s) == pytest.approx(sorted([0.012, 2.1, 1.9, 3e-6, 4e-6, 2e-6, 1e-6, 3.0]))
     notes: list[str] = []
     info: dict[str, object] = {}
     describe_injection(out, notes, info)

@@ -204,7 +204,7 @@ class InjectionTrace:
     traced: list[tuple[float, float]] | None = None
     #: With a duty cycle: seconds each switch of tracing took (enable or disable calls; attaching CUPTI).
     switch_s: list[float] = field(default_factory=list)
-    #: With a duty cycle: seconds each on-switch took (attaching CUPTI again in detach mode), the start's excluded.
+    #: Duty cycle in detach mode: seconds each on-switch after a detach took (attaching CUPTI again).
     attach_s: list[float] = field(default_factory=list)
     #: Duty cycle in detach mode: seconds cuptiFinalize held the program's thread, per detach.
     detach_s: list[float] = field(default_factory=list)
@@ -387,6 +387,7 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
     names: dict[int, str] = {}
     chunks: list[np.ndarray[Any, Any]] = []
     marks: list[tuple[int, bool]] = []
+    detached = False  # a DETACH since the last on-switch: the next on-switch attaches CUPTI again
     env: dict[str, str] = {}
     devices: dict[int, InjectedDevice] = {}
     pos, size = 0, len(data)
@@ -428,8 +429,9 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
                 marks.extend((int(ns), on) for ns, _ in vals)
                 out.switch_s.extend(took * 1e-9 for _, took in vals if took)
-                if on:
+                if on and detached:  # an attach only in detach mode (disable mode only enables kinds again)
                     out.attach_s.extend(took * 1e-9 for _, took in vals if took)
+                    detached = False
             elif kind == ChunkType.INCOMPLETE:
                 if nbytes < 8:
                     raise ValueError("incomplete-records chunk without its count")
@@ -440,6 +442,7 @@ def _parse_binary_file(path: Path, out: InjectionTrace) -> None:
                 vals = np.frombuffer(data, "<u8", 2 * count, body).reshape(count, 2).tolist()
                 out.detach_wait_s.extend(w * 1e-9 for w, _ in vals)
                 out.detach_s.extend(f * 1e-9 for _, f in vals)
+                detached = True
             elif kind == ChunkType.PROCESS:
                 env.update(parse_process_text(data[body : body + nbytes].rstrip(b"\0").decode("utf-8", "replace")))
             elif kind == ChunkType.DEVICES:
