@@ -52,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_run_overhead as bro  # noqa: E402
+import overhead_interleaved as oi  # noqa: E402
 
 LIMIT = bro.LIMIT
 LEVEL = bro.LEVEL
@@ -229,8 +230,6 @@ def child(seconds: float, out: Path, cpus: list[int]) -> int:
 @contextlib.contextmanager
 def state_of(state: str, gpu: int, copies: int) -> Iterator[None]:
     """The sensors of one state: none, archline's (one), or those and copies - 1 bare samplers."""
-    import overhead_interleaved as oi
-
     if state == NONE:
         yield
         return
@@ -240,8 +239,6 @@ def state_of(state: str, gpu: int, copies: int) -> Iterator[None]:
 
 def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: list[int]) -> dict[str, Any]:
     """Run the child and cycle the sensors' states; every half's figures (the raw iterations are summarised)."""
-    import overhead_interleaved as oi
-
     from archline.errors import ArchlineError
 
     states = [NONE, ONE, f"x{copies}"]
@@ -299,19 +296,6 @@ def analysed(doc: dict[str, Any]) -> tuple[list[Half], list[str], list[Change]]:
               for h in doc["halves"]]  # fmt: skip
     states = [str(s) for s in doc["states"]]
     return halves, states, changes(halves, states, float(doc.get("level", LEVEL)))
-
-
-def write_json(path: Path, doc: dict[str, Any]) -> None:
-    """Atomically (a temporary file in the same folder, then os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class _Parser(argparse.ArgumentParser):
@@ -381,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     halves, states, got = analysed(doc)
     doc["figures"] = [c.to_json() for c in got]
     if a.json is not None:
-        write_json(a.json, doc)
+        oi.write_json(a.json, doc)
     print("\n".join(report_lines(halves, states, got)))
     one = next(c for c in got if c.state == ONE)
     return 0 if one.verdict == "PASS" else 1

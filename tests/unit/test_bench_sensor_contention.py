@@ -75,7 +75,7 @@ def test_the_json_redoes_every_figure(mod: ModuleType, tmp_path: Path, capsys: p
     got = mod.changes(halves, doc["states"])
     doc["figures"] = [c.to_json() for c in got]
     path = tmp_path / "contention.json"
-    mod.write_json(path, doc)
+    mod.oi.write_json(path, doc)
     _, _, redone = mod.analysed(json.loads(path.read_text()))
     assert [c.to_json() for c in redone] == doc["figures"]
     assert mod.main(["--summarize", str(path)]) == 0
