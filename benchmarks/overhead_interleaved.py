@@ -569,6 +569,7 @@ class ChildRecord:
     switch_s: list[float] = field(default_factory=list)
     detach_wait_s: list[float] = field(default_factory=list)
     detach_s: list[float] = field(default_factory=list)
+    attach_s: list[float] = field(default_factory=list)  # the injection reader's (InjectionTrace.attach_s)
     #: Per on-half, {source: [NVML reads, seconds in them]}; the calibration (:func:`calibrate`) where dosed.
     on_reads: list[dict[str, list[float]]] = field(default_factory=list)
     copies: int = 1
@@ -633,7 +634,7 @@ class BareSampler:
     (``measurement.attribute.backend.SOURCES``), each polled on a thread of its own at its own interval, as
     ``measurement.sampler`` polls it, the readings dropped. Stopping it waits only for the reads in flight (with 15
     queued, up to ~70 ms each); a full ``Attribution`` also attributes its recording on exit (with 16 at once,
-    session 16 saw 14-18 s between halves)."""
+    16 at once took 13.6-13.8 s to leave an on-half in session 16)."""
 
     def __init__(self, gpu: int) -> None:
         from archline.hw.nvml import open_sources
@@ -803,6 +804,7 @@ def measure_workload(
         switch_s=list(tr.switch_s),
         detach_wait_s=list(tr.detach_wait_s),
         detach_s=list(tr.detach_s),
+        attach_s=list(tr.attach_s),
         on_reads=on_reads,
         copies=copies,
         calibration=calibration,
@@ -830,12 +832,30 @@ def record_json(name: str, rec: ChildRecord, a: Analysis, cpus: list[int]) -> di
         "switch_s": rec.switch_s,
         "detach_wait_s": rec.detach_wait_s,
         "detach_s": rec.detach_s,
+        "attach_s": rec.attach_s,
         "sensor_copies": rec.copies,
         "sensor_reads_on": rec.on_reads,
         "calibration": rec.calibration,
         **({"dose": rec.dose.to_json()} if rec.dose is not None else {}),
         "figures": a.to_json(),
     }
+
+
+def time_in_reads(c: dict[str, Any]) -> float:
+    """Seconds spent in NVML reads per second of a calibration (above 1: the samplers' reads overlap, queued)."""
+    return sum(float(t) for _, t in c["reads"].values()) / float(c["seconds"])
+
+
+def switch_gaps(w: dict[str, Any]) -> dict[str, list[float]]:
+    """Seconds between consecutive sensor halves of different kinds, outside both: 'leave' after an on-half (the
+    post-roll, the attribution on leaving, stopping the samplers), 'enter' before one (opening the sensors, the
+    pre-roll)."""
+    h = sorted((float(a), float(b), str(k)) for k, a, b in w["sensor_halves"])
+    out: dict[str, list[float]] = {"leave": [], "enter": []}
+    for p, n in itertools.pairwise(h):
+        if p[2] != n[2]:
+            out["leave" if p[2] == "on" else "enter"].append(max(0.0, n[0] - p[1]))
+    return out
 
 
 def busy_factor(w: dict[str, Any]) -> float | None:
@@ -845,12 +865,8 @@ def busy_factor(w: dict[str, Any]) -> float | None:
     cal = w.get("calibration")
     if not cal or len(cal) < 2:
         return None
-
-    def in_reads(c: dict[str, Any]) -> float:
-        return sum(float(t) for _, t in c["reads"].values()) / float(c["seconds"])
-
-    one = in_reads(cal["1"])
-    many = in_reads(cal[max(cal, key=int)])
+    one = time_in_reads(cal["1"])
+    many = time_in_reads(cal[max(cal, key=int)])
     return min(1.0, many) / one if one > 0 else None
 
 
@@ -860,14 +876,11 @@ def calibration_lines(w: dict[str, Any]) -> list[str]:
     def per(reads_by: dict[str, list[float]]) -> str:
         return ", ".join(f"{src} {1e3 * t / n:.1f} ms" for src, (n, t) in sorted(reads_by.items()) if n)
 
-    def in_reads(c: dict[str, Any]) -> float:  # seconds spent in NVML reads per second (> 1: they overlap, queued)
-        return sum(t for _, t in c["reads"].values()) / float(c["seconds"])
-
     cal = w.get("calibration")
     if not cal:
         return []
     out = [f"  calibration ({k} sampler{'s' if k != '1' else ''} alone, {c['seconds']:.1f} s): {c['per_s']:.0f} NVML "
-           f"reads/s; per read: {per(c['reads'])}; time in reads {in_reads(c):.2f} s/s"
+           f"reads/s; per read: {per(c['reads'])}; time in reads {time_in_reads(c):.2f} s/s"
            for k, c in cal.items()]  # fmt: skip
     on: dict[str, list[float]] = {}
     for half in w.get("sensor_reads_on") or []:
@@ -909,6 +922,10 @@ def summarize(paths: Sequence[Path]) -> int:
             w = runs[name]
             for line in calibration_lines(w):
                 print(line)
+            for how, gaps in switch_gaps(w).items():
+                if gaps:
+                    print(f"  switching the sensors ({how} an on-half): {min(gaps):.2f}-{max(gaps):.2f} s outside the "
+                          f"halves (median {statistics.median(gaps):.2f} s, n={len(gaps)})")  # fmt: skip
             busy = busy_factor(w)
             if busy is not None and a.sensors_dosed is not None and a.dose is not None:
                 alt = per_sampler(a.sensors_dosed, Dose(a.dose.copies, 1.0, busy))
@@ -956,12 +973,18 @@ def period_states(w: dict[str, Any]) -> list[str]:
 
 
 def attach_times(w: dict[str, Any]) -> list[float] | None:
-    """Each traced period's (after the first) CUPTI attach time (s), from the injection library's switch times as
-    saved: one per switch, the probe's start left out, so OFF(probe), ON, OFF, ON, ... (the ONs attach CUPTI and take
-    milliseconds, the OFFs microseconds). None where the saved list does not pair with the periods that way."""
-    sw = [float(x) for x in w.get("switch_s") or []]
+    """Each traced period's (after the first) CUPTI attach time (s): the injection reader's attach times where the
+    run saved them, one per period; else from its switch times, one per switch, the probe's start left out, so
+    OFF(probe), ON, OFF, ON, ... (the ONs attach CUPTI and take milliseconds, the OFFs microseconds). None where
+    neither pairs with the periods."""
     n = len(w["traced"] or []) - 1
-    if n <= 0 or len(sw) != 2 * n + 1:
+    if n <= 0:
+        return None
+    att = w.get("attach_s")  # saved since session 16's review: the injection reader's own on-switches after a detach
+    if att is not None and len(att) == n:
+        return [float(x) for x in att]
+    sw = [float(x) for x in w.get("switch_s") or []]
+    if len(sw) != 2 * n + 1:
         return None
     return sw[1::2]
 
@@ -1165,7 +1188,7 @@ def run(
             write_json(out / OUT_NAME, doc)
             continue
         loops = loops_from_stamps(rec.stamps_ns)
-        attach = attach_times({"traced": rec.traced, "switch_s": rec.switch_s})
+        attach = attach_times({"traced": rec.traced, "switch_s": rec.switch_s, "attach_s": rec.attach_s})
         a = analyse(loops, rec.cycles, widened(rec.traced, attach, GUARD_S), dose=rec.dose)
         mode = "traced throughout" if rec.traced is None else f"{len(rec.traced)} traced periods"
         print(

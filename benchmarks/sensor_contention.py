@@ -25,7 +25,7 @@ the interval within). The mean, not the median, is judged: a wait for a driver l
 the mean counts it. A program that spends all its time launching and synchronising is the worst case for a cost
 through the driver; costs through the CPUs' shared caches or memory are not what this loop would show.
 
-``--json`` keeps every half's state, times, count, sum, sum of squares and histogram, so ``--summarize`` redoes every
+``--json`` keeps every half's state, times, count, sum and histogram, so ``--summarize`` redoes every
 figure exactly. Exit 0 when the ``one`` figure passes, 1 otherwise, 2 with one line on bad input.
 """
 
@@ -80,7 +80,6 @@ class Half:
     end_s: float
     n: int
     sum_ns: float
-    sumsq_ns: float
     hist: list[int]
     nvml_reads: int | None = None  # archline's NVML reads in this process during the half (None: not counted)
 
@@ -98,7 +97,7 @@ class Half:
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "start_s": self.start_s, "end_s": self.end_s, "n": self.n, "sum_ns": self.sum_ns,
-                "sumsq_ns": self.sumsq_ns, "hist": self.hist}  # fmt: skip
+                "hist": self.hist}  # fmt: skip
 
 
 def halves_of(starts_ns: np.ndarray, durs_ns: np.ndarray, spans: Sequence[tuple[str, float, float]]) -> list[Half]:
@@ -110,7 +109,7 @@ def halves_of(starts_ns: np.ndarray, durs_ns: np.ndarray, spans: Sequence[tuple[
         lo, hi = np.searchsorted(s, round(a * 1e9)), np.searchsorted(s, round(b * 1e9))
         x = d[lo:hi]
         hist = np.histogram(np.clip(x, EDGES_NS[0], EDGES_NS[-1] - 1), EDGES_NS)[0]
-        out.append(Half(state, a, b, int(x.size), float(x.sum()), float((x * x).sum()), [int(v) for v in hist]))
+        out.append(Half(state, a, b, int(x.size), float(x.sum()), [int(v) for v in hist]))
     return out
 
 
@@ -291,7 +290,7 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
 
 def analysed(doc: dict[str, Any]) -> tuple[list[Half], list[str], list[Change]]:
     halves = [Half(str(h["state"]), float(h["start_s"]), float(h["end_s"]), int(h["n"]), float(h["sum_ns"]),
-                   float(h["sumsq_ns"]), [int(v) for v in h["hist"]],
+                   [int(v) for v in h["hist"]],
                    int(h["nvml_reads"]) if h.get("nvml_reads") is not None else None)
               for h in doc["halves"]]  # fmt: skip
     states = [str(s) for s in doc["states"]]

@@ -519,6 +519,9 @@ def test_the_dosed_runs_redo_as_shipped(mod: ModuleType, capsys: pytest.CaptureF
     assert "calibration (16 samplers alone, 3.0 s): 306 NVML reads/s" in out and "nvml.energy 66.3 ms" in out
     # scaled by the read path's busy time (44 % -> all of it) instead of the reads (x3.12): a wider interval
     assert "÷ 2.29: +1.57 % [-4.27 .. +6.30 %]" in out
+    # switching outside the halves: the 15 bare samplers' queued reads held archline's sensors up on leaving
+    assert "switching the sensors (leave an on-half): 2.49-2.80 s outside the halves (median 2.53 s, n=4)" in out
+    assert "switching the sensors (leave an on-half): 13.72-13.76 s" in out  # 16 full sets on the H200
 
 
 def test_period_states_and_attach_times_pair_the_saved_switches(mod: ModuleType) -> None:
@@ -529,6 +532,9 @@ def test_period_states_and_attach_times_pair_the_saved_switches(mod: ModuleType)
     }
     assert mod.period_states(w) == ["on", "off", "between"]
     assert mod.attach_times(w) == [0.012, 0.013, 2.0]
+    # a run that saved the injection reader's own attach times: those, one per period; else the switch times
+    assert mod.attach_times({**w, "attach_s": [0.02, 0.03, 1.5]}) == [0.02, 0.03, 1.5]
+    assert mod.attach_times({**w, "attach_s": [0.02]}) == [0.012, 0.013, 2.0]
     w["switch_s"] = w["switch_s"][:-2]  # does not pair with the periods: none
     assert mod.attach_times(w) is None
 
