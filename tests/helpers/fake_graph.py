@@ -8,7 +8,8 @@ then in ``rebuild`` instantiation blames a cluster node each time one is left ou
 
 For the randomized design (replay_context.py) a replay can also cost a fixed ``fixed_s`` at
 ``fixed_w`` (launch and synchronisation: the c0 every isolated replay carries), nodes can
-interact (``interactions``: node i draws (1 + ε) its power while node j is enabled), and
+interact (``interactions``: node i draws (1 + ε) its power while node j is enabled; ``slowdowns``: node i
+runs (1 + ε) its time, at its own power, while node j is switched off), and
 :class:`NoisyMeasure` measures a replay as its exact energy plus Gaussian noise of known σ.
 """
 
@@ -51,6 +52,7 @@ class FakeGraphGPU:
         fixed_s: float = 0.0,
         fixed_w: float | None = None,
         interactions: Mapping[int, tuple[int, float]] | None = None,
+        slowdowns: Mapping[int, tuple[int, float]] | None = None,
     ) -> None:
         self.clock = FakeClock()
         self.idle_w = idle_w
@@ -66,6 +68,7 @@ class FakeGraphGPU:
         self.builds = 0  # executables instantiated (rebuild mode)
         self.fixed_s, self.fixed_w = fixed_s, idle_w if fixed_w is None else fixed_w
         self.interactions = dict(interactions or {})
+        self.slowdowns = dict(slowdowns or {})
 
     # -- the driver's behaviour ------------------------------------------------------------
     def _refuses(self, i: int, on: bool) -> bool:
@@ -140,6 +143,12 @@ class FakeGraphGPU:
         j, eps = self.interactions.get(i, (-1, 0.0))
         return p * (1.0 + eps) if j in enabled else p
 
+    def time_s(self, i: int, enabled: Sequence[int] | set[int]) -> float:
+        """Node i's time with ``enabled`` nodes in the replay (longer while its slowdown's partner is off)."""
+        t = self.fake_nodes[i].time_s
+        j, eps = self.slowdowns.get(i, (-1, 0.0))
+        return t * (1.0 + eps) if j >= 0 and j not in enabled else t
+
     def replay(self) -> None:
         if self.fixed_s > 0:
             a = self.clock.now_s()
@@ -147,10 +156,10 @@ class FakeGraphGPU:
             with self._lock:
                 self.intervals.append((a, self.clock.now_s(), self.fixed_w))
         enabled = set(self.enabled)
-        for i, n in enumerate(self.fake_nodes):
+        for i in range(len(self.fake_nodes)):
             if i in enabled:
                 a = self.clock.now_s()
-                self.clock.sleep(n.time_s)
+                self.clock.sleep(self.time_s(i, enabled))
                 with self._lock:
                     self.intervals.append((a, self.clock.now_s(), self.power_w(i, enabled)))
 
@@ -176,7 +185,7 @@ class FakeGraphGPU:
     def in_replay_j(self, nodes: Sequence[int], enabled: Sequence[int] | set[int]) -> float:
         """Energy of ``nodes`` in a replay of ``enabled`` (interactions included, the fixed cost not)."""
         on = set(enabled)
-        return sum(self.fake_nodes[i].time_s * self.power_w(i, on) for i in nodes if i in on)
+        return sum(self.time_s(i, on) * self.power_w(i, on) for i in nodes if i in on)
 
     def replay_j(self, enabled: Sequence[int] | set[int]) -> float:
         """One replay's exact board energy with ``enabled`` nodes: the fixed cost and their energies."""
