@@ -3,18 +3,17 @@
     python benchmarks/refold_replay.py REPLAY_DIR OUT_DIR
 
 For post-hoc comparisons of the fold on replays recorded before it changed: the design is refitted from
-``replay.json``'s configurations (the same arithmetic, so the same in-step energies), each row's
-``context_sigma_j`` in ``replay.csv`` is refolded with the refit's ``rho_fold``, and the design summary gains
-``rho_fold`` and the current fold's text. The copy is then a replay as this archline would have written it
-(e.g. for ``benchmarks/redo_attribution.py --prior-replay OUT_DIR``). A design with replicates (session 14) is
-refitted with them, as archline fits it; ``--no-replicates`` refits it from each configuration's first
-measurement alone, with the design's model (``--model additive --no-replicates``: archline before session 14),
-and rewrites the in-step energies too (the counterfactual of a held-out run: what the replicates changed). A
-design is refitted with the model it recorded (``links`` since session 14, else additive); ``--model
-links|additive`` refits it with another (``links`` needs the design's ``factor_nodes``, session 13 on) and
-rewrites the in-step energies; ``--first N`` refits it from its first N configurations (what a smaller design budget
-would have given; session 15). Bad input: one line, exit 2.
-"""
+``replay.json``'s configurations (the same arithmetic, so the same in-step energies), each row's ``context_sigma_j``
+in ``replay.csv`` is refolded with the refit's ``rho_fold``, and the design summary gains ``rho_fold`` and the
+current fold's text. The copy is then a replay as this archline would have written it (e.g. for
+``benchmarks/redo_attribution.py --prior-replay OUT_DIR``). A design with replicates (session 14) is refitted with
+them, as archline fits it; ``--no-replicates`` refits it from each configuration's first measurement alone, with the
+design's model (``--model additive --no-replicates``: archline before session 14), and rewrites the in-step energies
+too (the counterfactual of a held-out run: what the replicates changed). A design is refitted with the model it
+recorded (``busy`` since session 17, from each configuration's recorded ``busy_excess_s``; ``links`` in sessions
+14–16; else additive); ``--model links|additive|busy`` refits it with another (``links`` needs the design's
+``factor_nodes``, session 13 on) and rewrites the in-step energies; ``--first N`` refits it from its first N
+configurations (what a smaller design budget would have given; session 15). Bad input: one line, exit 2."""
 
 from __future__ import annotations
 
@@ -42,6 +41,7 @@ def refold(
     first measurements alone and rewrite the rows' in-step energies (matched by the design's factor names).
     ``first``: refit from the design's first ``first`` configurations (and the replicates among them) alone, and
     rewrite the in-step energies: what a smaller design budget would have given."""
+    from archline.measurement.attribute.replay_busy import BUSY_COVARIATE
     from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma, link_breaks
     from archline.measurement.attribute.replay_design import Repeat, fit_design
 
@@ -61,6 +61,11 @@ def refold(
         if not isinstance(nodes, list) or len(nodes) != x.shape[1]:
             raise ValueError("the links model needs the design's factor_nodes (recorded since session 13)")
         covariates = {"broken_link_j": link_breaks(x, nodes).tolist()}
+    elif model == "busy":
+        z = [c.get("busy_excess_s") for c in configs]
+        if not all(isinstance(v, (int, float)) for v in z):
+            raise ValueError("the busy model needs each configuration's busy_excess_s (a busy design, session 17 on)")
+        covariates = {BUSY_COVARIATE: [float(v) for v in z]}
     fit = fit_design(
         x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs], reps if replicates else (), covariates
     )
@@ -117,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("replay_dir", type=Path)
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--no-replicates", action="store_true", help="refit from each configuration's first measurement")
-    ap.add_argument("--model", choices=("links", "additive"), help="refit with this design model")
+    ap.add_argument("--model", choices=("links", "additive", "busy"), help="refit with this design model")
     ap.add_argument("--first", type=int, help="refit from the design's first N configurations alone")
     a = ap.parse_args(argv)
     try:

@@ -69,6 +69,8 @@ class FakeGraphGPU:
         self.fixed_s, self.fixed_w = fixed_s, idle_w if fixed_w is None else fixed_w
         self.interactions = dict(interactions or {})
         self.slowdowns = dict(slowdowns or {})
+        #: Every node run, in order: (kernel name, seconds); what :meth:`busy_times` reads.
+        self.ran: list[tuple[str, float]] = []
 
     # -- the driver's behaviour ------------------------------------------------------------
     def _refuses(self, i: int, on: bool) -> bool:
@@ -162,6 +164,17 @@ class FakeGraphGPU:
                 self.clock.sleep(self.time_s(i, enabled))
                 with self._lock:
                     self.intervals.append((a, self.clock.now_s(), self.power_w(i, enabled)))
+                    self.ran.append((self.fake_nodes[i].name, self.clock.now_s() - a))
+
+    def busy_times(self, fn: Callable[[], None]) -> dict[str, float]:
+        """A busy timer (replay_busy.BusyTimer): run ``fn`` and return each kernel name's time in it, as CUPTI's
+        kernel records would (the nodes that ran, by name; the fixed cost is no kernel)."""
+        n0 = len(self.ran)
+        fn()
+        out: dict[str, float] = {}
+        for name, sec in self.ran[n0:]:
+            out[name] = out.get(name, 0.0) + sec
+        return out
 
     def synchronize(self) -> None:
         return None

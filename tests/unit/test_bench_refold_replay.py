@@ -142,3 +142,29 @@ def test_the_design_budget_table_reproduces_the_runs_at_their_full_designs() -> 
         assert full[board] == as_run[board]
     # on the H200, whose ρ̂ stays at 4.5-7 %, no smaller design reaches more than the full one's 19.0 %
     assert all(float(row[3]) <= 19.0 for row in table if row[0] == "GPU-07aac0c1")
+
+
+def test_a_busy_design_is_refolded_with_its_recorded_busy_times(tmp_path: Path) -> None:
+    """Session 17's default model: the covariate is each configuration's recorded busy_excess_s, so a refold
+    reproduces the σ archline wrote; refitted as links it rewrites the in-step energies; without the record, exit 2."""
+    from tests.unit.test_replay_busy import slow_chain
+
+    mod = load_bench("refold_replay")
+    gpu = slow_chain(2)
+    res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=2), gpu.clock, top=2, marginal=False, design=60,
+                        design_seed=2, design_model="busy", busy_timer=gpu.busy_times)  # fmt: skip
+    assert res.design is not None and res.design["model"] == "busy"
+    rd = RunDir.create(tmp_path / "rep", Manifest.new("replay"))
+    write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+    rd.finish("complete")
+    sigmas = {r.group: float(r.context_sigma_j) for r in res.rows if r.context_sigma_j}
+    assert mod.main([str(tmp_path / "rep"), str(tmp_path / "same")]) == 0
+    assert _sigmas(tmp_path / "same") == pytest.approx(sigmas, rel=1e-9)
+    assert mod.main([str(tmp_path / "rep"), str(tmp_path / "links"), "--model", "links"]) == 0
+    d = json.loads((tmp_path / "links" / "replay.json").read_text())["design"]
+    assert d["model"] == "links" and d["rho_fold"] > res.design["rho_fold"]
+    summary = json.loads((tmp_path / "rep" / "replay.json").read_text())
+    for c in summary["design"]["configs"]:
+        c.pop("busy_excess_s")
+    (tmp_path / "rep" / "replay.json").write_text(json.dumps(summary))
+    assert mod.main([str(tmp_path / "rep"), str(tmp_path / "none")]) == 2

@@ -131,10 +131,12 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--design-model",
-                help="links: also fit a cost per broken producer-consumer link (a kernel run without the one "
-                "before it), which the whole step has none of; additive: the energies alone (before session 14).",
+                help="busy: also time each configuration kernel by kernel (CUPTI) and fit the energy of the "
+                "kernels' busy time beyond theirs in the whole step (the default since session 17; links where "
+                "CUPTI cannot trace); links: a cost per broken producer-consumer link instead (sessions 14-16); "
+                "additive: the energies alone.",
             ),
-        ] = "links",
+        ] = "busy",
         no_prime: Annotated[
             bool,
             typer.Option(

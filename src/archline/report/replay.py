@@ -130,13 +130,17 @@ def preparation_text(s: Mapping[str, Any]) -> str:
     return f" Replays with nodes switched off: {'; '.join(parts)}." if parts else ""
 
 
+#: Each design model's term in the fitted formula (replay_context.MODEL_TERM).
+_TERM = {"links": " + κ·links", "busy": " + β·excess busy time"}
+
+
 def design_text(d: Mapping[str, Any]) -> str:
     """The randomized design's summary in a sentence ('' without one)."""
     if not d:
         return ""
     return (
         f" Context energies: randomized design of {d.get('configurations')} configurations (seed {d.get('seed')}, "
-        f"{d.get('factors')} factors) fitted as c0 + Σ e{' + κ·links' if d.get('model') == 'links' else ''}; "
+        f"{d.get('factors')} factors) fitted as c0 + Σ e{_TERM.get(str(d.get('model')), '')}; "
         f"c0 = {_f(d.get('c0_j'), '.4g')} ± "
         f"{_f(d.get('c0_se_j'), '.2g')} J per replay; neighbour dependence ρ = {_f(_pct(d.get('rho')), '.1f')} % "
         f"(95 % upper bound {_f(_pct(d.get('rho_up')), '.1f')} %"
@@ -158,6 +162,15 @@ def design_text(d: Mapping[str, Any]) -> str:
             f"{_f(_mj(d['covariates']['broken_link_j'].get('value')), '.3g')} ± "
             f"{_f(_mj(d['covariates']['broken_link_j'].get('se')), '.2g')} mJ, which the whole step has none of."
             if d.get("model") == "links" and "broken_link_j" in (d.get("covariates") or {})
+            else ""
+        )
+        + (
+            " Fitted with the energy of the kernels' busy time beyond theirs in the whole step (each configuration "
+            "timed kernel by kernel: a kernel run without its neighbours can run longer, e.g. reading from memory "
+            "what a switched-off producer left out of the L2), "
+            f"{_f(d['covariates']['excess_busy_w'].get('value'), '.4g')} ± "
+            f"{_f(d['covariates']['excess_busy_w'].get('se'), '.2g')} W, which the whole step has none of."
+            if d.get("model") == "busy" and "excess_busy_w" in (d.get("covariates") or {})
             else ""
         )
         + (" Its configurations are random prefixes of the step." if d.get("kind") == "prefix" else "")

@@ -26,7 +26,9 @@ from typing import Any
 from archline.core.readings import Clock
 from archline.errors import ArchlineError, InputError
 from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
+from archline.measurement.attribute.replay_busy import BUSY_REPLAYS, BusyTimer
 from archline.measurement.attribute.replay_context import (
+    DEFAULT_DESIGN_MODEL,
     DESIGN_MODELS,
     ContextResult,
     check_design,
@@ -125,8 +127,11 @@ class _Trials:
         hook: TrialHook | None,
         clock: Clock,
         prime: bool = False,
+        busy_timer: BusyTimer | None = None,
     ) -> None:
         self.graph, self.measure, self.hook, self.clock = graph, measure, hook, clock
+        #: Times one replay kernel name by kernel name (the design's busy-time model; None: not here).
+        self.busy_timer = busy_timer
         #: The state copy that precedes every switched replay, measured alone (None: none, or not yet).
         self.copy: Energy | None = None
         #: Whether every measurement or timing with nodes switched off is preceded by one whole step
@@ -208,6 +213,25 @@ class _Trials:
             return e
         return Energy(e.energy_j - copy.energy_j, math.hypot(e.sigma_j, copy.sigma_j), e.time_s - copy.time_s,
                       e.nonfinite)  # fmt: skip
+
+    def busy(self, nodes: Sequence[int]) -> dict[str, float]:
+        """Each kernel name's busy time in a replay with ``nodes`` enabled (s, the mean of :data:`BUSY_REPLAYS`
+        traced replays; replay_busy.py). Primed once and restored before each replay, as a measurement is; the
+        state copy runs outside the traced replay, so its kernels are not counted."""
+        if self.busy_timer is None:
+            raise ValueError("no busy timer")
+        self._prime(nodes)
+        total: dict[str, float] = {}
+        for _ in range(BUSY_REPLAYS):
+            self._restore()
+            self.graph.set_enabled(nodes)
+            reset = getattr(self.graph, "reset_state", None)
+            if reset is not None:
+                reset()
+                self.graph.synchronize()
+            for name, sec in self.busy_timer(self.graph.replay).items():
+                total[name] = total.get(name, 0.0) + sec / BUSY_REPLAYS
+        return total
 
     def time(self, group: str, nodes: Sequence[int], clock: Clock, replays: int) -> float:
         """Seconds per replay (host timer around synchronised replays)."""
@@ -338,6 +362,7 @@ def replay_energy(
     design_p_on: float = 0.5,
     design_replicates: int | str | None = None,
     design_model: str = "additive",
+    busy_timer: BusyTimer | None = None,
 ) -> ReplayResult:
     """Energy of the whole step, of its ``top`` groups (by in-step energy where a design ran, else by isolated
     time), and of the rest.
@@ -365,8 +390,10 @@ def replay_energy(
     ``design_replicates`` (a count, ``"auto"``: a fifth of the design's measurements, or None): configurations
     the design measures twice, so that one measurement's own scatter is told apart from the neighbour
     dependence (replay_context.run_context). Off here by default; :func:`run_replay` measures ``"auto"``.
-    ``design_model``: ``additive`` or ``links`` (a cost per broken producer→consumer link fitted beside the
-    energies; replay_context.link_breaks): ``additive`` here by default, ``links`` in :func:`run_replay`.
+    ``design_model``: ``additive``, ``links`` (a cost per broken producer→consumer link fitted beside the
+    energies; replay_context.link_breaks) or ``busy`` (the energy of the kernels' busy time beyond theirs in the
+    whole step, each configuration timed by ``busy_timer``; replay_busy.py): ``additive`` here by default, ``busy``
+    in :func:`run_replay`.
     """
     check_design(design)
     check_replicates(design_replicates)
@@ -381,7 +408,7 @@ def replay_energy(
     if not 0.0 < design_p_on < 1.0:
         raise ValueError(f"design_p_on must be strictly between 0 and 1, not {design_p_on}")
     plan, switching = _plan(graph, exclude or {})
-    t = _Trials(graph, measure, on_trial, clock, prime)
+    t = _Trials(graph, measure, on_trial, clock, prime, busy_timer)
     try:
         times = _time_groups(t, plan, clock, timing_replays)
         ctx = None
@@ -454,6 +481,7 @@ def _run_design(
     return run_context(
         lambda nodes: t.run("[design]", "design", nodes), groups, plan.base, t.clock, design=design, seed=seed,
         budget_s=budget_s, kind=kind, p_on=p_on, replicates=replicates, model=model,
+        busy=t.busy if t.busy_timer is not None else None,
     )  # fmt: skip
 
 
@@ -540,7 +568,7 @@ def run_replay(
     keep_buffers: bool = True,
     design_p_on: float = 0.5,
     design_replicates: int | str | None = "auto",
-    design_model: str = "links",
+    design_model: str = DEFAULT_DESIGN_MODEL,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -556,8 +584,10 @@ def run_replay(
     they took a transformer training step's random halves from 9 of 20 ending non-finite (primed alone) to 0,
     and its design to ρ̂ 5.2 %, Σ e + c0 +2.1 % of the step (docs/replay.md). ``design_replicates``: configurations
     measured twice (``"auto"``, the default since session 14: a fifth of the design's measurements; 0 or None:
-    none, as before). ``design_model``: ``links`` (the default since session 14: a cost per broken
-    producer→consumer link fitted beside the energies) or ``additive`` (as before).
+    none, as before). ``design_model``: ``busy`` (the default since session 17: each configuration timed kernel by
+    kernel with CUPTI, and the energy of the kernels' busy time beyond theirs in the whole step fitted beside the
+    energies; replay_busy.py; the links model where CUPTI cannot trace), ``links`` (the default of sessions 14–16: a
+    cost per broken producer→consumer link) or ``additive`` (as before).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -579,12 +609,19 @@ def run_replay(
             between=graph.restore_state,
         )  # fmt: skip
 
+    busy_timer: BusyTimer | None = None
+    if design_model == "busy":
+        from archline.hw.cupti.busy import kernel_busy_s
+
+        def busy_timer(fn: Callable[[], None]) -> Mapping[str, float]:
+            return kernel_busy_s(fn, synchronize=graph.synchronize)
+
     try:
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
             on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
             design_kind=design_kind, prime=prime, design_p_on=design_p_on, design_replicates=design_replicates,
-            design_model=design_model,
+            design_model=design_model, busy_timer=busy_timer,
         )  # fmt: skip
         res.notes += graph.notes
         res.kept_buffers = graph.kept_buffers

@@ -40,6 +40,7 @@ import numpy as np
 
 from archline.core.readings import Clock
 from archline.hw.graph_nodes import SwitchError
+from archline.measurement.attribute.replay_busy import BUSY_COVARIATE, excess_busy
 from archline.measurement.attribute.replay_design import (
     MIN_RESIDUAL_DOF,
     TAU_STEP,
@@ -55,6 +56,7 @@ Array = np.ndarray[Any, np.dtype[np.float64]]
 
 __all__ = [
     "AUTO_MIN",
+    "DEFAULT_DESIGN_MODEL",
     "DESIGN_MODELS",
     "ContextResult",
     "check_design",
@@ -96,8 +98,14 @@ AUTO_REPLICATES_MIN = 8
 
 
 #: The design models: ``additive``, E = c0 + Σ x_g e_g; ``links`` (session 14), plus κ·B with B the configuration's
-#: broken producer→consumer links (:func:`link_breaks`), a halves design only.
-DESIGN_MODELS = ("additive", "links")
+#: broken producer→consumer links (:func:`link_breaks`); ``busy`` (session 17), plus β·Z with Z the configuration's
+#: kernel busy time beyond the same kernels' in the whole step (replay_busy.py). A halves design only.
+DESIGN_MODELS = ("additive", "links", "busy")
+#: The design model of ``archline replay`` and ``archline.replay``: ``busy`` since session 17 (``links`` where no
+#: kernel can be timed), ``links`` in sessions 14–16.
+DEFAULT_DESIGN_MODEL = "busy"
+#: Each model's term in the fitted formula (notes and reports).
+MODEL_TERM = {"links": " + κ·links", "busy": " + β·excess busy time"}
 
 
 def link_breaks(x: Array, cols: Sequence[Sequence[int]]) -> Array:
@@ -175,6 +183,37 @@ def _factors(groups: Mapping[str, Sequence[int]], n: int) -> tuple[dict[str, lis
     return out, lumped
 
 
+class _Busy:
+    """The design's kernel timings (replay_busy.py): one trace per configuration measured, in order; ``traces`` None
+    (and ``failed`` why) once a timing fails, or where no timer was given."""
+
+    def __init__(self, busy: Callable[[Sequence[int]], Mapping[str, float]] | None) -> None:
+        self.busy = busy
+        self.traces: list[Mapping[str, float]] | None = [] if busy is not None else None
+        self.failed = ""
+
+    def take(self, nodes: Sequence[int]) -> None:
+        if self.busy is None or self.traces is None:
+            return
+        try:
+            self.traces.append(dict(self.busy(nodes)))
+        except Exception as exc:  # a timing must not end a design of many minutes: the links model is fitted
+            self.traces, self.failed = None, f"{type(exc).__name__}: {exc}"
+
+
+def _busy_covariate(
+    x: Array, factor_groups: Sequence[Sequence[str]], traces: Sequence[Mapping[str, float]]
+) -> tuple[dict[str, list[float]] | None, str]:
+    """The busy model's covariate, or None and why not (the traces unusable, or Z not told from the groups)."""
+    try:
+        z = excess_busy(x, factor_groups, traces)
+    except ValueError as exc:
+        return None, str(exc)
+    if np.linalg.matrix_rank(np.hstack([np.ones((x.shape[0], 1)), x, z[:, None]])) < x.shape[1] + 2:
+        return None, "no configuration's kernels ran longer or shorter than in the whole step beyond its groups"
+    return {BUSY_COVARIATE: z.tolist()}, ""
+
+
 def run_context(
     run: Callable[[Sequence[int]], Energy],
     groups: Mapping[str, Sequence[int]],
@@ -188,6 +227,7 @@ def run_context(
     p_on: float = 0.5,
     replicates: int | str | None = None,
     model: str = "additive",
+    busy: Callable[[Sequence[int]], Mapping[str, float]] | None = None,
 ) -> ContextResult:
     """Measure a randomized design of the ``groups`` (name → node indices, longest first) and fit it.
 
@@ -206,9 +246,13 @@ def run_context(
     measurement's own scatter (τ) from the neighbour dependence ρ (replay_design). They count in the budget:
     with ``"auto"`` a fifth of the measurements the design makes.
 
-    ``model``: ``additive`` or ``links`` (:data:`DESIGN_MODELS`): the latter also fits a cost κ per broken
+    ``model``: ``additive``, ``links`` or ``busy`` (:data:`DESIGN_MODELS`): ``links`` also fits a cost κ per broken
     producer→consumer link (:func:`link_breaks`), which the whole step has none of, so that cost leaves the
     groups' in-step energies and ρ (a halves design; a prefix design breaks no link, and stays additive).
+    ``busy`` fits instead β per second of the configuration's kernel busy time beyond the same kernels' in the whole
+    step (replay_busy.py): ``busy(nodes)`` times one replay with ``nodes`` enabled, kernel name by kernel name,
+    after each configuration's measurement. Without ``busy``, or where a timing fails, the links model is fitted
+    instead, with a note.
     """
     if model not in DESIGN_MODELS:
         raise ValueError(f"unknown design model {model!r} ({' or '.join(DESIGN_MODELS)})")
@@ -219,9 +263,20 @@ def run_context(
     seed = secrets.randbits(32) if seed is None else seed
     asked = design_size(design, len(groups))
     every = list(base) + [i for idx in groups.values() for i in idx]
+    timing = _Busy(busy if model == "busy" and kind == "halves" else None)
+    if model == "busy" and kind == "halves" and busy is None:
+        out.notes.append("the busy-time model was asked for, but no kernel can be timed here: fitted with links")
+    if model == "busy" and kind != "halves":
+        out.notes.append("a prefix design breaks no link and slows no kernel: fitted as additive")
+
+    def measure(nodes: Sequence[int]) -> Energy:
+        e = run(nodes)
+        timing.take(nodes)
+        return e
+
     t0 = clock.now_s()
     try:
-        first = [run(every), run(list(base))]
+        first = [measure(every), measure(list(base))]
     except SwitchError as exc:
         out.notes.append(f"design skipped: switching failed ({exc})")
         return out
@@ -266,7 +321,7 @@ def run_context(
     for enabled in configs:
         nodes = list(base) + enabled
         try:
-            measured.append(run(nodes))
+            measured.append(measure(nodes))
         except SwitchError as exc:
             out.notes.append(f"design stopped after {len(measured)} configurations: switching failed ({exc})")
             break
@@ -286,7 +341,14 @@ def run_context(
         Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j) and math.isfinite(m.sigma_j)
     ]
     covariates = None
-    if model == "links" and kind == "halves":
+    if timing.traces is not None:
+        names = [list(lumped) if f == LUMPED else [f] for f in factors]
+        covariates, why = _busy_covariate(x, names, timing.traces[: len(measured)])
+        if covariates is None:
+            out.notes.append(f"the busy-time model could not be fitted ({why}): fitted with links")
+    elif timing.failed:
+        out.notes.append(f"kernel timing failed ({timing.failed}): fitted with links")
+    if covariates is None and model in ("links", "busy") and kind == "halves":
         breaks = link_breaks(x, cols)
         # no link, or links that follow the groups exactly: the cost cannot be told from the energies
         if np.linalg.matrix_rank(np.hstack([np.ones((x.shape[0], 1)), x, breaks[:, None]])) == x.shape[1] + 2:
@@ -296,7 +358,6 @@ def run_context(
                 "the links model was asked for, but this design's broken links cannot be told from its groups "
                 "(one group, or links that follow the groups exactly): fitted as additive"
             )
-    links = covariates is not None
     try:
         fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats, covariates)
     except ValueError as exc:
@@ -312,7 +373,17 @@ def run_context(
     step_sd = next((math.hypot(measured[0].sigma_j, r.sigma_j) / 2.0 for r in repeats if r.row == 0), None)
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_sd)
     out.summary["kind"] = kind
-    out.summary["model"] = "links" if links else "additive"
+    out.summary["model"] = (
+        "busy" if covariates and BUSY_COVARIATE in covariates else "links" if covariates else "additive"
+    )
+    if covariates and BUSY_COVARIATE in covariates:
+        for c, z in zip(out.summary["configs"], covariates[BUSY_COVARIATE], strict=True):
+            c["busy_excess_s"] = z
+        if timing.traces:
+            whole = timing.traces[0]
+            out.summary["factor_busy_s"] = [
+                sum(whole.get(g, 0.0) for g in (lumped if f == LUMPED else [f])) for f in factors
+            ]
     if again:
         out.summary["repeats"] = [
             {"row": row, "energy_j": m.energy_j, "sigma_j": m.sigma_j, "time_s": m.time_s, "nonfinite": m.nonfinite}
@@ -480,7 +551,7 @@ def _note(s: Mapping[str, Any]) -> str:
         + (f", each group on in {100 * s['p_on']:.0f} % of them" if s.get("p_on", 0.5) != 0.5 else "")
         + f") of {s['configurations']} configurations "
         f"(seed {s['seed']}) fitted "
-        f"as c0 + Σ e_g{' + κ·links' if s.get('model') == 'links' else ''}; c0 = {s['c0_j']:.4g} ± "
+        f"as c0 + Σ e_g{MODEL_TERM.get(str(s.get('model')), '')}; c0 = {s['c0_j']:.4g} ± "
         f"{s['c0_se_j']:.2g} J per replay; neighbour dependence ρ = "
         f"{100 * s['rho']:.1f} % (95 % upper bound {100 * s['rho_up']:.1f} %; √E[ρ²] "
         f"{100 * s.get('rho_fold', s['rho_up']):.1f} %, folded in as {s['fold']}); "
@@ -492,6 +563,13 @@ def _note(s: Mapping[str, Any]) -> str:
             f"{1e3 * s['covariates']['broken_link_j']['value']:.3g} ± "
             f"{1e3 * s['covariates']['broken_link_j']['se']:.2g} mJ (none in the whole step)"
             if s.get("model") == "links" and "broken_link_j" in s.get("covariates", {})
+            else ""
+        )
+        + (
+            f"; fitted with the energy of the kernels' busy time beyond theirs in the whole step (each configuration "
+            f"timed kernel by kernel), {s['covariates'][BUSY_COVARIATE]['value']:.4g} ± "
+            f"{s['covariates'][BUSY_COVARIATE]['se']:.2g} W (none in the whole step)"
+            if s.get("model") == "busy" and BUSY_COVARIATE in s.get("covariates", {})
             else ""
         )
         + (

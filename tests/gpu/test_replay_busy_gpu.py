@@ -1,0 +1,45 @@
+"""On a real GPU: CUPTI times a captured step's replay kernel by kernel, under the names graph capture gives its nodes
+(the busy-time design model matches the two by name), and a node switched off is absent from the timing."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def test_kernel_busy_s_of_a_replay_names_the_graphs_kernels() -> None:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("cupti")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from archline.hw.cupti.busy import kernel_busy_s
+    from archline.hw.graph import capture_torch
+
+    model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 1)).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(256, 512, device="cuda")
+
+    def step() -> None:
+        loss = model(x).pow(2).mean()
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        opt.step()
+
+    g = capture_torch(step, 0)
+    try:
+        kernels = {n.name for n in g.nodes if n.kind == "kernel"}
+        busy = kernel_busy_s(g.replay, synchronize=g.synchronize)
+        assert busy and set(busy) <= kernels  # every timed kernel is one of the graph's, by the same name
+        assert all(0.0 < v < 0.1 for v in busy.values())
+        again = kernel_busy_s(g.replay, synchronize=g.synchronize)
+        assert set(again) == set(busy)
+        # a kernel without clusters: switching cluster-launched nodes off can be refused (docs/replay.md)
+        first = next(n for n in g.nodes if n.kind == "kernel" and tuple(n.cluster) == (1, 1, 1))
+        same = [n.index for n in g.nodes if n.name == first.name]
+        g.set_enabled([n.index for n in g.nodes if n.index not in same])
+        off = kernel_busy_s(g.replay, synchronize=g.synchronize)
+        assert first.name not in off
+        g.set_enabled(None)
+    finally:
+        g.close()
