@@ -65,7 +65,10 @@ def refold(
         z = [c.get("busy_excess_s") for c in configs]
         if not all(isinstance(v, (int, float)) for v in z):
             raise ValueError("the busy model needs each configuration's busy_excess_s (a busy design, session 17 on)")
-        covariates = {BUSY_COVARIATE: [float(v) for v in z]}
+        covariates = {}
+        if "broken_link_j" in (design.get("covariates") or {}):  # fitted beside the links, as it was recorded
+            covariates["broken_link_j"] = link_breaks(x, design["factor_nodes"]).tolist()
+        covariates[BUSY_COVARIATE] = [float(v) for v in z]
     fit = fit_design(
         x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs], reps if replicates else (), covariates
     )

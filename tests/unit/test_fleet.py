@@ -189,3 +189,20 @@ def test_sensor_calibration_runs_give_lag_and_delay(tmp_path: Path) -> None:
     b = load_board("cal", tmp_path / "cal")
     assert b.figures["sensor_lag_ms"] == pytest.approx(100.0) and b.figures["sensor_delay_ms"] == pytest.approx(4.0)
     assert b.figures["fp32_tflops"] is None
+
+
+def test_a_batch_cluster_needs_a_job_count_and_its_submit_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --jobs, slurm/pbs is bad input (it used to start 0 workers and end in a traceback); without sbatch or
+    qsub on PATH it is one line (it used to print the jobqueue thread's traceback, then wait for workers forever)."""
+    res = CliRunner().invoke(app, ["fleet", "run", "--cluster", "slurm", "-o", str(tmp_path / "a")])
+    assert res.exit_code == 2 and "--cluster slurm needs --jobs N" in res.output
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing to submit with
+    pytest.importorskip("dask_jobqueue")
+    for cluster, cmd in (("slurm", "sbatch"), ("pbs", "qsub")):
+        res = CliRunner().invoke(app, ["fleet", "run", "--cluster", cluster, "--jobs", "2", "-o", str(tmp_path / "b")])
+        assert res.exit_code == 1 and f"{cmd} is not on this machine's PATH" in res.output, res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    res = CliRunner().invoke(app, ["fleet", "run", "--cluster", "slurm", "--jobs", "1", "--start-s", "0"])
+    assert res.exit_code == 2 and "--start-s" in res.output

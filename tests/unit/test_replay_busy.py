@@ -71,7 +71,11 @@ def test_the_busy_model_takes_slow_consumers_out_of_the_energies_and_rho() -> No
                 b = d["covariates"][BUSY_COVARIATE]
                 betas.append((b["value"], b["se"]))
                 assert d["configs"][0]["busy_excess_s"] == 0.0 and len(d["factor_busy_s"]) == d["factors"]
-                assert any("β·excess busy time" in n and "W (none in the whole step)" in n for n in res.notes)  # type: ignore[attr-defined]
+                assert set(d["covariates"]) == {BUSY_COVARIATE, "broken_link_j"}  # beside the links, not instead
+                assert d["busy_rel_sd_pct"] == 0.0 and d["busy_reference_drift_pct"] == 0.0  # the fake repeats exactly
+                assert len(d["configs"][5]["busy_s"]) == d["factors"]
+                note = next(n for n in res.notes if "β·excess busy time" in n)  # type: ignore[attr-defined]
+                assert "c0 + Σ e_g + κ·links + β·excess busy time" in note and "W (none in the whole step;" in note
                 cover1 += coverage(res, in_step(gpu), 1.0)
                 cover2 += coverage(res, in_step(gpu), 2.0)
     assert max(folds["busy"]) < 0.01 < 0.05 < min(folds["additive"])
@@ -97,7 +101,8 @@ def test_without_a_timer_or_when_timing_fails_it_fits_links_and_says_why() -> No
     gpu = slow_chain(1)
     res = design(gpu, 1, "busy", timer=None)
     assert res.design["model"] == "links"  # type: ignore[attr-defined]
-    assert any("no kernel can be timed here: fitted with links" in n for n in res.notes)  # type: ignore[attr-defined]
+    assert any("busy-time model was not fitted (no kernel can be timed here): links instead" in n
+               for n in res.notes)  # type: ignore[attr-defined]  # fmt: skip
     calls = {"n": 0}
 
     def flaky(fn: Callable[[], None]) -> Mapping[str, float]:
@@ -109,7 +114,7 @@ def test_without_a_timer_or_when_timing_fails_it_fits_links_and_says_why() -> No
     gpu2 = slow_chain(1)
     res2 = design(gpu2, 1, "busy", timer=flaky)
     assert res2.design["model"] == "links"  # type: ignore[attr-defined]
-    assert any("kernel timing failed (RuntimeError: CUPTI went away): fitted with links" in n
+    assert any("(kernel timing failed (RuntimeError: CUPTI went away)): links instead" in n
                for n in res2.notes)  # type: ignore[attr-defined]  # fmt: skip
 
 
@@ -120,7 +125,7 @@ def test_kernels_that_never_change_their_time_leave_nothing_to_fit() -> None:
                        fixed_s=FIXED_S, fixed_w=FIXED_W)  # fmt: skip
     res = design(gpu, 4, "busy")
     assert res.design["model"] == "links"  # type: ignore[attr-defined]
-    assert any("busy-time model could not be fitted (no configuration's kernels ran longer" in n
+    assert any("busy-time model was not fitted (no configuration's kernels ran longer" in n
                for n in res.notes)  # type: ignore[attr-defined]  # fmt: skip
 
 
@@ -139,7 +144,8 @@ def test_the_report_names_the_busy_model_and_its_power() -> None:
     d = res.design  # type: ignore[attr-defined]
     text = design_text(d)
     v = d["covariates"][BUSY_COVARIATE]
-    assert "fitted as c0 + Σ e + β·excess busy time" in text and f"{v['value']:.4g} ±" in text and " W, which" in text
+    assert "fitted as c0 + Σ e + κ·links + β·excess busy time" in text
+    assert f"{v['value']:.4g} ±" in text and " W, which" in text
     assert "busy time beyond" not in design_text({**d, "model": "additive"})
 
 
@@ -159,3 +165,73 @@ def test_kernel_busy_s_sums_each_names_kernels_from_cuptis_records() -> None:
     got2 = kernel_busy_s(lambda: cupti.kernel("gemm", cupti.host_ns, cupti.host_ns + 7_000_000), cupti_module=cupti,
                          synchronize=None)  # fmt: skip
     assert got2 == pytest.approx({"gemm": 7e-3}, rel=1e-4) and cupti.registrations == 1
+
+
+def test_kernel_names_that_do_not_match_the_graphs_are_not_fitted() -> None:
+    """A timer whose names are spelt otherwise than the graph's (CUPTI against cuFuncGetName): without the check,
+    every name would count as always on and drive the in-step energies towards nothing. The unknown names are
+    dropped, the factors' names are missing from the whole step's timing, and links is fitted, with a note."""
+    gpu = slow_chain(3)
+
+    def renamed(fn: Callable[[], None]) -> Mapping[str, float]:
+        return {k + "_v2": v for k, v in gpu.busy_times(fn).items()}
+
+    res = design(gpu, 3, "busy", timer=renamed)
+    assert res.design["model"] == "links"  # type: ignore[attr-defined]
+    assert any("kernel names are not in the whole step's kernel timing" in n for n in res.notes)  # type: ignore[attr-defined]
+
+
+def test_the_reference_is_traced_before_and_after_the_design_and_its_drift_reported() -> None:
+    """A warm-up trace is discarded, the whole step is traced again after the configurations, and the two make the
+    reference; a board whose kernels slow by 2 % over the design reports that drift, and the model still holds."""
+    gpu = slow_chain(4)
+    calls = {"n": 0}
+
+    def drifting(fn: Callable[[], None]) -> Mapping[str, float]:
+        calls["n"] += 1
+        return {k: v * (1.0 + 0.02 * calls["n"] / 200.0) for k, v in gpu.busy_times(fn).items()}
+
+    res = design(gpu, 4, "busy", timer=drifting)
+    d = res.design  # type: ignore[attr-defined]
+    assert d["model"] == "busy" and 0.5 < d["busy_reference_drift_pct"] < 3.0
+    # warm-up, every configuration, the reference again: BUSY_REPLAYS replays each
+    from archline.measurement.attribute.replay_busy import BUSY_REPLAYS
+
+    assert calls["n"] == BUSY_REPLAYS * (d["configurations"] + 2)
+    assert np.mean(coverage(res, in_step(gpu), 2.0)) >= 0.9
+
+
+def test_a_noisy_timer_is_reported_and_stays_covered() -> None:
+    """Kernel durations that scatter by 1 % per name per replay: the scatter is recorded, β stays near the nodes'
+    400 W and the in-step energies stay covered."""
+    cover2, betas = [], []
+    for seed in range(4):
+        gpu = slow_chain(seed)
+        rng = np.random.default_rng(100 + seed)
+
+        def noisy(
+            fn: Callable[[], None], gpu: FakeGraphGPU = gpu, rng: np.random.Generator = rng
+        ) -> Mapping[str, float]:
+            return {k: v * (1.0 + float(rng.normal(0.0, 0.01))) for k, v in gpu.busy_times(fn).items()}
+
+        res = design(gpu, seed, "busy", timer=noisy)
+        d = res.design  # type: ignore[attr-defined]
+        assert d["model"] == "busy" and d["busy_rel_sd_pct"] > 0.0
+        betas.append(d["covariates"][BUSY_COVARIATE]["value"])
+        cover2 += coverage(res, in_step(gpu), 2.0)
+    assert all(300.0 < b < 480.0 for b in betas)
+    assert np.mean(cover2) >= 0.9
+
+
+def test_kernel_busy_s_refuses_records_without_a_valid_start_and_end() -> None:
+    from archline.errors import CUPTIUnavailableError
+
+    cupti = FakeCupti()
+
+    def call() -> None:
+        h = cupti.host_ns
+        cupti.kernel("gemm", h + 1_000_000, h + 2_000_000)
+        cupti.pending.append(type(cupti.pending[-1])(**{**cupti.pending[-1].__dict__, "start": 0}))
+
+    with pytest.raises(CUPTIUnavailableError, match="1 kernel record"):
+        kernel_busy_s(call, cupti_module=cupti, synchronize=None)

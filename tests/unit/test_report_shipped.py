@@ -91,6 +91,24 @@ def test_render_default_refuses_a_foreign_folder(tmp_path: Path) -> None:
         render_shipped_default(tmp_path / "mine", [root])
 
 
+def test_render_default_never_overwrites_a_run_of_the_users_even_with_force(tmp_path: Path) -> None:
+    """Without a GPU, ``archline characterize -o myrun --force`` used to replace the user's own run with the shipped
+    one; now it refuses, and an earlier copy of the shipped run is still rendered again."""
+    import shutil
+
+    root = _results(tmp_path / "results")
+    mine = tmp_path / "mine"
+    shutil.copytree(root / "h100" / "characterize", mine)
+    m = json.loads((mine / "manifest.json").read_text())
+    m["created_utc"] = "2026-11-26T00:00:00Z"  # measured at another time: another run
+    (mine / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(RunDirError, match="holds another run than the shipped one"):
+        render_shipped_default(mine, [root], force=True)
+    assert json.loads((mine / "manifest.json").read_text())["created_utc"] == "2026-11-26T00:00:00Z"
+    copy = render_shipped_default(tmp_path / "copy", [root])
+    assert render_shipped_default(tmp_path / "copy", [root], force=True) == copy
+
+
 def test_roots_include_env_and_project_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(shipped.SHIPPED_ENV, str(tmp_path))
     roots = shipped_roots()
@@ -115,3 +133,24 @@ def test_cli_without_dir_renders_the_shipped_default(tmp_path: Path, monkeypatch
     assert res.exit_code == 0, res.output
     keys = [r["key"] for r in json.loads(res.stdout)["runs"]]
     assert keys == ["h100/characterize", "h100/instructions", "h200/characterize"]
+
+
+def test_report_into_a_folder_holding_another_run_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``archline report`` wrote the shipped run's report into ./archline-report beside another run's files, and
+    ``archline report DIR -o OTHER_RUN`` beside that run's: both now refuse, in one line, exit 2."""
+    import shutil
+
+    root = _results(tmp_path / "results")
+    monkeypatch.setattr(shipped, "shipped_roots", lambda: [root])
+    other = tmp_path / "other"
+    shutil.copytree(root / "h100" / "characterize", other)
+    m = json.loads((other / "manifest.json").read_text())
+    m["created_utc"] = "2026-01-01T00:00:00Z"
+    (other / "manifest.json").write_text(json.dumps(m))
+    res = runner.invoke(app, ["report", "-o", str(other)])
+    assert res.exit_code == 2 and "holds another run than the shipped one" in res.output
+    res = runner.invoke(app, ["report", str(root / "h100" / "characterize"), "-o", str(other)])
+    assert res.exit_code == 2 and "holds another run directory" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    res = runner.invoke(app, ["report", str(other), "-o", str(other)])  # its own folder: fine
+    assert res.exit_code == 0, res.output

@@ -30,6 +30,8 @@ class ClusterSpec:
     queue: str | None = None
     account: str | None = None
     walltime: str = "01:00:00"
+    #: slurm/pbs: how long the jobs may take to start (queued) before the fleet gives up.
+    start_s: float = 1800.0
 
 
 def _import(name: str) -> Any:
@@ -51,7 +53,18 @@ def _connect(address: str, timeout_s: float) -> Any:
         ) from None
 
 
+#: The command each batch system submits its jobs with.
+_SUBMIT = {"slurm": "sbatch", "pbs": "qsub"}
+
+
 def _jobqueue(spec: ClusterSpec, n_jobs: int) -> Any:
+    import shutil
+
+    if n_jobs < 1:
+        raise InputError(f"--cluster {spec.cluster} needs --jobs N: how many GPU jobs to submit (one GPU each)")
+    submit = _SUBMIT[spec.cluster]
+    if shutil.which(submit) is None:
+        raise FleetError(f"--cluster {spec.cluster}: {submit} is not on this machine's PATH (run it on a login node)")
     jq = _import("dask_jobqueue")
     kw: dict[str, Any] = {"cores": 1, "processes": 1, "memory": "16GB", "walltime": spec.walltime, "queue": spec.queue}
     if spec.cluster == "slurm":
@@ -94,7 +107,13 @@ def open_client(spec: ClusterSpec, n_tasks: int) -> Iterator[tuple[Any, bool]]:
         client = distributed.Client(cluster, timeout=spec.timeout_s)
         try:
             if spec.cluster in ("slurm", "pbs"):
-                client.wait_for_workers(n_tasks)
+                try:
+                    client.wait_for_workers(n_tasks, timeout=spec.start_s)
+                except (TimeoutError, OSError) as exc:
+                    raise FleetError(
+                        f"{n_tasks} {spec.cluster} job(s) did not all start within {spec.start_s:g} s "
+                        f"({type(exc).__name__}; --start-s waits longer)"
+                    ) from None
             yield client, spec.cluster != "local"
         finally:
             client.close()

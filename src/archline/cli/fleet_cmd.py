@@ -74,6 +74,9 @@ def register(app: typer.Typer) -> None:
         simulate: int = typer.Option(0, "--simulate", help="Simulated GPUs instead of real ones (testing; no GPU)."),
         workers: int = typer.Option(2, "--workers", help="local/simulated: Dask workers."),
         timeout_s: float = typer.Option(10.0, "--timeout-s", help="Seconds to wait for the scheduler."),
+        start_s: float = typer.Option(
+            1800.0, "--start-s", help="slurm/pbs: seconds the jobs may wait in the queue before the fleet gives up."
+        ),
         output: Path = typer.Option(Path("archline-fleet"), "-o", "--output", "--out", help="Fleet run directory."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing fleet run directory."),
     ) -> None:
@@ -83,8 +86,10 @@ def register(app: typer.Typer) -> None:
 
         if kind not in FLEET_KINDS:
             raise InputError(f"--kind must be one of {', '.join(FLEET_KINDS)}, not {kind!r}")
-        if timeout_s <= 0 or workers < 1 or simulate < 0 or jobs < 0:
-            raise InputError("--timeout-s, --workers must be > 0 and --simulate, --jobs ≥ 0")
+        if timeout_s <= 0 or start_s <= 0 or workers < 1 or simulate < 0 or jobs < 0:
+            raise InputError("--timeout-s, --start-s, --workers must be > 0 and --simulate, --jobs ≥ 0")
+        if cluster in ("slurm", "pbs") and not scheduler and not jobs and not simulate:
+            raise InputError(f"--cluster {cluster} needs --jobs N: how many GPU jobs to submit (one GPU each)")
         gpus: list[int] | None = None
         runner = None
         if simulate:
@@ -93,7 +98,7 @@ def register(app: typer.Typer) -> None:
             runner, cluster = SimulatedRunner(), "local" if cluster == "local-cuda" else cluster
         elif cluster == "local-cuda" and not scheduler:
             gpus = gpu_indices(gpu)
-        spec = ClusterSpec(cluster, scheduler, tuple(gpus or ()), workers, not simulate, timeout_s)
+        spec = ClusterSpec(cluster, scheduler, tuple(gpus or ()), workers, not simulate, timeout_s, start_s=start_s)
         n = simulate or (len(gpus) if gpus is not None else jobs)
         with open_client(spec, n) as (client, pin):
             n_workers = len(client.scheduler_info()["workers"])

@@ -92,6 +92,12 @@ def register(app: typer.Typer) -> None:
             _list(json_out)
             return
         rendered: RenderedReport | None = None
+        if out is not None and run_dir is not None and (out / "manifest.json").is_file():
+            src = Path(run_dir) if Path(run_dir).exists() else None
+            if src is None or out.resolve() != src.resolve():
+                raise InputError(
+                    f"{out}: holds another run directory; its report would mix two runs (-o another folder)"
+                )
         shipped_run = run_dir is None or (not Path(run_dir).exists() and find_shipped(run_dir) is not None)
         if refresh_targets and shipped_run:
             raise InputError("--refresh-targets needs a run directory of your own (a shipped run is read-only)")

@@ -131,7 +131,7 @@ def preparation_text(s: Mapping[str, Any]) -> str:
 
 
 #: Each design model's term in the fitted formula (replay_context.MODEL_TERM).
-_TERM = {"links": " + κ·links", "busy": " + β·excess busy time"}
+_TERM = {"broken_link_j": " + κ·links", "excess_busy_w": " + β·excess busy time"}
 
 
 def design_text(d: Mapping[str, Any]) -> str:
@@ -140,7 +140,8 @@ def design_text(d: Mapping[str, Any]) -> str:
         return ""
     return (
         f" Context energies: randomized design of {d.get('configurations')} configurations (seed {d.get('seed')}, "
-        f"{d.get('factors')} factors) fitted as c0 + Σ e{_TERM.get(str(d.get('model')), '')}; "
+        f"{d.get('factors')} factors) fitted as c0 + Σ e{''.join(_TERM.get(k, '') for k in d.get('covariates') or {})}"
+        "; "
         f"c0 = {_f(d.get('c0_j'), '.4g')} ± "
         f"{_f(d.get('c0_se_j'), '.2g')} J per replay; neighbour dependence ρ = {_f(_pct(d.get('rho')), '.1f')} % "
         f"(95 % upper bound {_f(_pct(d.get('rho_up')), '.1f')} %"
@@ -161,7 +162,7 @@ def design_text(d: Mapping[str, Any]) -> str:
             f" Fitted with a cost per broken producer→consumer link (a kernel run without the one before it) of "
             f"{_f(_mj(d['covariates']['broken_link_j'].get('value')), '.3g')} ± "
             f"{_f(_mj(d['covariates']['broken_link_j'].get('se')), '.2g')} mJ, which the whole step has none of."
-            if d.get("model") == "links" and "broken_link_j" in (d.get("covariates") or {})
+            if d.get("model") in ("links", "busy") and "broken_link_j" in (d.get("covariates") or {})
             else ""
         )
         + (

@@ -104,6 +104,18 @@ def render_shipped_default(
     return render_shipped_default_report(out_dir, roots, quick=quick, force=force).markdown
 
 
+def _same_run(a: Path, b: Path) -> bool:
+    """Whether two manifests record the same run (its kind, GPU and times): an earlier copy of a shipped run."""
+    import json
+
+    try:
+        ma, mb = (json.loads(p.read_text(encoding="utf-8")) for p in (a, b))
+    except (OSError, ValueError):
+        return False
+    keys = ("kind", "gpu", "created_utc", "finished_utc")
+    return isinstance(ma, dict) and isinstance(mb, dict) and all(ma.get(k) == mb.get(k) for k in keys)
+
+
 def render_shipped_default_report(
     out_dir: str | os.PathLike[str], roots: Sequence[Path] | None = None, *, quick: bool = False, force: bool = True
 ) -> RenderedReport:
@@ -113,8 +125,14 @@ def render_shipped_default_report(
 
     run = default_characterize_run(roots, quick=quick)
     out = Path(out_dir)
-    if not force and (out / MANIFEST_NAME).is_file() and out.resolve() != run.path.resolve():
-        raise RunDirError(f"{out}: run directory already exists (use --force to overwrite, or -o another folder)")
+    if (out / MANIFEST_NAME).is_file() and out.resolve() != run.path.resolve():
+        if not force:
+            raise RunDirError(f"{out}: run directory already exists (use --force to overwrite, or -o another folder)")
+        if not _same_run(out / MANIFEST_NAME, run.path / MANIFEST_NAME):
+            raise RunDirError(
+                f"{out}: holds another run than the shipped one; without a GPU archline only shows the shipped run "
+                "and does not overwrite a run of yours, even with --force (-o another folder)"
+            )
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / MANIFEST_NAME).is_file())):
         raise RunDirError(f"{out}: exists and is not empty or an archline run directory; choose another folder")
     try:

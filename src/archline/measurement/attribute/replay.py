@@ -215,14 +215,16 @@ class _Trials:
         return Energy(e.energy_j - copy.energy_j, math.hypot(e.sigma_j, copy.sigma_j), e.time_s - copy.time_s,
                       e.nonfinite)  # fmt: skip
 
-    def busy(self, nodes: Sequence[int]) -> dict[str, float]:
-        """Each kernel name's busy time in a replay with ``nodes`` enabled (s, the mean of :data:`BUSY_REPLAYS`
-        traced replays; replay_busy.py). Primed once and restored before each replay, as a measurement is; the
-        state copy runs outside the traced replay, so its kernels are not counted."""
+    def busy(self, nodes: Sequence[int]) -> list[dict[str, float]]:
+        """Each kernel name's busy time in each of :data:`BUSY_REPLAYS` traced replays with ``nodes`` enabled (s;
+        replay_busy.py), only the names of the graph's own kernel nodes. Primed once (no sensor to settle) and
+        restored before each replay, as a measurement is; the state copy runs before the traced replay, so its
+        kernels are not counted."""
         if self.busy_timer is None:
             raise ValueError("no busy timer")
+        kernels = {n.name for n in self.graph.nodes if n.kind == "kernel"}
         self._prime(nodes, settle=False)
-        total: dict[str, float] = {}
+        out: list[dict[str, float]] = []
         for _ in range(BUSY_REPLAYS):
             self._restore()
             self.graph.set_enabled(nodes)
@@ -230,9 +232,9 @@ class _Trials:
             if reset is not None:
                 reset()
                 self.graph.synchronize()
-            for name, sec in self.busy_timer(self.graph.replay).items():
-                total[name] = total.get(name, 0.0) + sec / BUSY_REPLAYS
-        return total
+            got = self.busy_timer(self.graph.replay)
+            out.append({k: v for k, v in got.items() if k in kernels})
+        return out
 
     def time(self, group: str, nodes: Sequence[int], clock: Clock, replays: int) -> float:
         """Seconds per replay (host timer around synchronised replays)."""

@@ -40,7 +40,7 @@ import numpy as np
 
 from archline.core.readings import Clock
 from archline.hw.graph_nodes import SwitchError
-from archline.measurement.attribute.replay_busy import BUSY_COVARIATE, excess_busy
+from archline.measurement.attribute.replay_busy import BUSY_COVARIATE, BusyTimings
 from archline.measurement.attribute.replay_design import (
     MIN_RESIDUAL_DOF,
     TAU_STEP,
@@ -104,8 +104,8 @@ DESIGN_MODELS = ("additive", "links", "busy")
 #: The design model of ``archline replay`` and ``archline.replay``: ``busy`` since session 17 (``links`` where no
 #: kernel can be timed), ``links`` in sessions 14–16.
 DEFAULT_DESIGN_MODEL = "busy"
-#: Each model's term in the fitted formula (notes and reports).
-MODEL_TERM = {"links": " + κ·links", "busy": " + β·excess busy time"}
+#: Each covariate's term in the fitted formula (notes and reports).
+COVARIATE_TERM = {"broken_link_j": " + κ·links", "excess_busy_w": " + β·excess busy time"}
 
 
 def link_breaks(x: Array, cols: Sequence[Sequence[int]]) -> Array:
@@ -183,35 +183,15 @@ def _factors(groups: Mapping[str, Sequence[int]], n: int) -> tuple[dict[str, lis
     return out, lumped
 
 
-class _Busy:
-    """The design's kernel timings (replay_busy.py): one trace per configuration measured, in order; ``traces`` None
-    (and ``failed`` why) once a timing fails, or where no timer was given."""
-
-    def __init__(self, busy: Callable[[Sequence[int]], Mapping[str, float]] | None) -> None:
-        self.busy = busy
-        self.traces: list[Mapping[str, float]] | None = [] if busy is not None else None
-        self.failed = ""
-
-    def take(self, nodes: Sequence[int]) -> None:
-        if self.busy is None or self.traces is None:
-            return
-        try:
-            self.traces.append(dict(self.busy(nodes)))
-        except Exception as exc:  # a timing must not end a design of many minutes: the links model is fitted
-            self.traces, self.failed = None, f"{type(exc).__name__}: {exc}"
+#: The covariates' names in a design's record: the links model's cost per broken link (J).
+LINK_COVARIATE = "broken_link_j"
 
 
-def _busy_covariate(
-    x: Array, factor_groups: Sequence[Sequence[str]], traces: Sequence[Mapping[str, float]]
-) -> tuple[dict[str, list[float]] | None, str]:
-    """The busy model's covariate, or None and why not (the traces unusable, or Z not told from the groups)."""
-    try:
-        z = excess_busy(x, factor_groups, traces)
-    except ValueError as exc:
-        return None, str(exc)
-    if np.linalg.matrix_rank(np.hstack([np.ones((x.shape[0], 1)), x, z[:, None]])) < x.shape[1] + 2:
-        return None, "no configuration's kernels ran longer or shorter than in the whole step beyond its groups"
-    return {BUSY_COVARIATE: z.tolist()}, ""
+def covariate_model(covariates: Mapping[str, object] | None) -> str:
+    """The design model a fit's covariates make: ``busy`` (β·Z, with or without κ·B), ``links`` or ``additive``."""
+    if covariates and BUSY_COVARIATE in covariates:
+        return "busy"
+    return "links" if covariates and LINK_COVARIATE in covariates else "additive"
 
 
 def run_context(
@@ -227,7 +207,7 @@ def run_context(
     p_on: float = 0.5,
     replicates: int | str | None = None,
     model: str = "additive",
-    busy: Callable[[Sequence[int]], Mapping[str, float]] | None = None,
+    busy: Callable[[Sequence[int]], Sequence[Mapping[str, float]]] | None = None,
 ) -> ContextResult:
     """Measure a randomized design of the ``groups`` (name → node indices, longest first) and fit it.
 
@@ -249,10 +229,10 @@ def run_context(
     ``model``: ``additive``, ``links`` or ``busy`` (:data:`DESIGN_MODELS`): ``links`` also fits a cost κ per broken
     producer→consumer link (:func:`link_breaks`), which the whole step has none of, so that cost leaves the
     groups' in-step energies and ρ (a halves design; a prefix design breaks no link, and stays additive).
-    ``busy`` fits instead β per second of the configuration's kernel busy time beyond the same kernels' in the whole
-    step (replay_busy.py): ``busy(nodes)`` times one replay with ``nodes`` enabled, kernel name by kernel name,
-    after each configuration's measurement. Without ``busy``, or where a timing fails, the links model is fitted
-    instead, with a note.
+    ``busy`` fits beside κ β per second of the configuration's kernel busy time beyond the same kernels' in the
+    whole step (replay_busy.py): ``busy(nodes)`` traces replays with ``nodes`` enabled after each configuration's
+    measurement and returns each one's busy time by kernel name. Without ``busy``, or where a timing fails or the
+    names do not match, the links model is fitted alone, with a note.
     """
     if model not in DESIGN_MODELS:
         raise ValueError(f"unknown design model {model!r} ({' or '.join(DESIGN_MODELS)})")
@@ -263,9 +243,7 @@ def run_context(
     seed = secrets.randbits(32) if seed is None else seed
     asked = design_size(design, len(groups))
     every = list(base) + [i for idx in groups.values() for i in idx]
-    timing = _Busy(busy if model == "busy" and kind == "halves" else None)
-    if model == "busy" and kind == "halves" and busy is None:
-        out.notes.append("the busy-time model was asked for, but no kernel can be timed here: fitted with links")
+    timing = BusyTimings(busy if model == "busy" and kind == "halves" else None)
     if model == "busy" and kind != "halves":
         out.notes.append("a prefix design breaks no link and slows no kernel: fitted as additive")
 
@@ -275,6 +253,7 @@ def run_context(
         return e
 
     t0 = clock.now_s()
+    timing.warm_up(every)
     try:
         first = [measure(every), measure(list(base))]
     except SwitchError as exc:
@@ -326,6 +305,7 @@ def run_context(
             out.notes.append(f"design stopped after {len(measured)} configurations: switching failed ({exc})")
             break
     x = x[: len(measured)]
+    timing.take_reference(every)
     again: list[tuple[int, Energy]] = []
     if reps and len(measured) == n:
         rows = [0, *(int(i) + 1 for i in rng.choice(n - 1, size=reps - 1, replace=False))] if reps > 1 else [0]
@@ -340,26 +320,30 @@ def run_context(
     repeats = [
         Repeat(row, m.energy_j, m.sigma_j) for row, m in again if math.isfinite(m.energy_j) and math.isfinite(m.sigma_j)
     ]
-    covariates = None
-    if timing.traces is not None:
-        names = [list(lumped) if f == LUMPED else [f] for f in factors]
-        covariates, why = _busy_covariate(x, names, timing.traces[: len(measured)])
-        if covariates is None:
-            out.notes.append(f"the busy-time model could not be fitted ({why}): fitted with links")
-    elif timing.failed:
-        out.notes.append(f"kernel timing failed ({timing.failed}): fitted with links")
-    if covariates is None and model in ("links", "busy") and kind == "halves":
+    covariates: dict[str, list[float]] = {}
+    if model in ("links", "busy") and kind == "halves":
         breaks = link_breaks(x, cols)
         # no link, or links that follow the groups exactly: the cost cannot be told from the energies
         if np.linalg.matrix_rank(np.hstack([np.ones((x.shape[0], 1)), x, breaks[:, None]])) == x.shape[1] + 2:
-            covariates = {"broken_link_j": breaks.tolist()}
+            covariates[LINK_COVARIATE] = breaks.tolist()
         else:
             out.notes.append(
                 "the links model was asked for, but this design's broken links cannot be told from its groups "
                 "(one group, or links that follow the groups exactly): fitted as additive"
             )
+    factor_groups = [list(lumped) if f == LUMPED else [f] for f in factors]
+    if model == "busy" and kind == "halves":
+        z, why = timing.covariate(x, factor_groups)
+        cand = {**covariates, BUSY_COVARIATE: z} if z is not None else None
+        if cand is not None and np.linalg.matrix_rank(
+            np.hstack([np.ones((x.shape[0], 1)), x, np.array(list(cand.values())).T])
+        ) == x.shape[1] + 1 + len(cand):
+            covariates = cand
+        else:
+            why = why or "its excess busy time cannot be told from the groups and the links"
+            out.notes.append(f"the busy-time model was not fitted ({why}): {covariate_model(covariates)} instead")
     try:
-        fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats, covariates)
+        fit = fit_design(x, [m.energy_j for m in measured], [m.sigma_j for m in measured], repeats, covariates or None)
     except ValueError as exc:
         out.notes.append(f"design not fitted: {exc}")
         return out
@@ -373,17 +357,12 @@ def run_context(
     step_sd = next((math.hypot(measured[0].sigma_j, r.sigma_j) / 2.0 for r in repeats if r.row == 0), None)
     out.summary = _summary(fit, x, measured, seed, asked, lumped, clock.now_s() - t0, budget_s, step_sd)
     out.summary["kind"] = kind
-    out.summary["model"] = (
-        "busy" if covariates and BUSY_COVARIATE in covariates else "links" if covariates else "additive"
-    )
-    if covariates and BUSY_COVARIATE in covariates:
-        for c, z in zip(out.summary["configs"], covariates[BUSY_COVARIATE], strict=True):
-            c["busy_excess_s"] = z
-        if timing.traces:
-            whole = timing.traces[0]
-            out.summary["factor_busy_s"] = [
-                sum(whole.get(g, 0.0) for g in (lumped if f == LUMPED else [f])) for f in factors
-            ]
+    out.summary["model"] = covariate_model(covariates)
+    if BUSY_COVARIATE in covariates:
+        rec = timing.record(factor_groups)
+        for c, zc, bc in zip(out.summary["configs"], covariates[BUSY_COVARIATE], rec.pop("busy_s"), strict=True):
+            c["busy_excess_s"], c["busy_s"] = zc, bc
+        out.summary.update(rec)
     if again:
         out.summary["repeats"] = [
             {"row": row, "energy_j": m.energy_j, "sigma_j": m.sigma_j, "time_s": m.time_s, "nonfinite": m.nonfinite}
@@ -551,7 +530,7 @@ def _note(s: Mapping[str, Any]) -> str:
         + (f", each group on in {100 * s['p_on']:.0f} % of them" if s.get("p_on", 0.5) != 0.5 else "")
         + f") of {s['configurations']} configurations "
         f"(seed {s['seed']}) fitted "
-        f"as c0 + Σ e_g{MODEL_TERM.get(str(s.get('model')), '')}; c0 = {s['c0_j']:.4g} ± "
+        f"as c0 + Σ e_g{''.join(COVARIATE_TERM.get(k, '') for k in s.get('covariates') or {})}; c0 = {s['c0_j']:.4g} ± "
         f"{s['c0_se_j']:.2g} J per replay; neighbour dependence ρ = "
         f"{100 * s['rho']:.1f} % (95 % upper bound {100 * s['rho_up']:.1f} %; √E[ρ²] "
         f"{100 * s.get('rho_fold', s['rho_up']):.1f} %, folded in as {s['fold']}); "
@@ -562,13 +541,15 @@ def _note(s: Mapping[str, Any]) -> str:
             f"; fitted with a cost per broken producer→consumer link of "
             f"{1e3 * s['covariates']['broken_link_j']['value']:.3g} ± "
             f"{1e3 * s['covariates']['broken_link_j']['se']:.2g} mJ (none in the whole step)"
-            if s.get("model") == "links" and "broken_link_j" in s.get("covariates", {})
+            if s.get("model") in ("links", "busy") and "broken_link_j" in s.get("covariates", {})
             else ""
         )
         + (
             f"; fitted with the energy of the kernels' busy time beyond theirs in the whole step (each configuration "
             f"timed kernel by kernel), {s['covariates'][BUSY_COVARIATE]['value']:.4g} ± "
-            f"{s['covariates'][BUSY_COVARIATE]['se']:.2g} W (none in the whole step)"
+            f"{s['covariates'][BUSY_COVARIATE]['se']:.2g} W (none in the whole step; the timings scatter by "
+            f"{s.get('busy_rel_sd_pct', math.nan):.2f} % of the step's {1e3 * s.get('busy_total_s', math.nan):.4g} ms "
+            f"of kernel time, which drifted by {s.get('busy_reference_drift_pct', math.nan):+.2f} % over the design)"
             if s.get("model") == "busy" and BUSY_COVARIATE in s.get("covariates", {})
             else ""
         )
