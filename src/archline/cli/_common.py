@@ -186,7 +186,10 @@ def parse_gpus(spec: str, count: int) -> list[int]:
 
 
 def gpu_indices(spec: str) -> list[int]:
-    """:func:`parse_gpus` against the GPUs NVML sees on this machine."""
+    """:func:`parse_gpus` against the GPUs NVML sees on this machine; a spec that is no GPU list at all is bad
+    input before NVML is asked (exit 2, not 'NVML is not available')."""
     from archline.hw.nvml import device_count
 
+    if spec.strip().lower() != "all":
+        parse_gpus(spec, 1 << 30)  # the syntax alone
     return parse_gpus(spec, device_count())

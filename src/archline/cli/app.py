@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from archline.cli import (
@@ -72,12 +74,39 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main() -> None:
-    """Console-script entry point."""
-    import signal
+def _click_exceptions() -> Any:
+    """The exception classes of the click that Typer runs on (recent Typers carry their own copy): the module that
+    defines typer.BadParameter."""
+    import importlib
 
+    return importlib.import_module(typer.BadParameter.__module__)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point. A usage error (an unknown option, a missing argument, a value of the wrong type)
+    is one line on stderr and exit 2, like every other bad input, instead of click's boxed panel."""
+    import signal
+    import sys
+
+    cx = _click_exceptions()
     signal.signal(signal.SIGTERM, _terminate)
-    app()
+    command = typer.main.get_command(app)
+    try:
+        rc = command.main(args=argv, prog_name="archline", standalone_mode=False)
+    except cx.NoArgsIsHelpError as exc:  # 'archline' or 'archline fleet' alone: their help
+        typer.echo(exc.ctx.get_help() if exc.ctx is not None else str(exc))
+        sys.exit(2)
+    except cx.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "archline"
+        typer.echo(f"archline: error: {exc.format_message()} (see '{where} --help')", err=True)
+        sys.exit(2)
+    except cx.ClickException as exc:
+        typer.echo(f"archline: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":

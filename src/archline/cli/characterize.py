@@ -9,7 +9,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from archline.cli._common import GpuSessions, console, deps, err_console, gpu_indices, handle_errors, progress_bar
+from archline.cli._common import (
+    GpuSessions,
+    console,
+    deps,
+    err_console,
+    gpu_indices,
+    handle_errors,
+    parse_gpus,
+    progress_bar,
+)
 from archline.cli.multi_gpu import fan_out
 from archline.cli.tables import Col, fit_table
 from archline.core.kernel import KernelSpec
@@ -115,6 +124,8 @@ def register(app: typer.Typer) -> None:
         # ("lat…" names the pointer-chase latencies, which are not catalogue kernels.)
         if kernel_only := [p for p in only if not p.startswith("lat")]:
             catalogue.select(kernel_only)
+        if gpu.strip().lower() != "all":
+            parse_gpus(gpu, 1 << 30)  # a --gpu that is no GPU list is bad input, with or without a GPU here
         reason = _gpu_available(0)
         if reason is not None:
             if no_shipped:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -9,6 +10,7 @@ from rich.markup import escape
 
 from archline.cli._common import console, handle_errors
 from archline.cli.tables import Col, fit_table
+from archline.errors import InputError
 
 __all__ = ["register"]
 
@@ -36,6 +38,13 @@ def register(app: typer.Typer) -> None:
         from archline.core.arch import parse_arch
 
         target = parse_arch(arch)
+        if emit is not None:  # a folder that cannot be written is bad input, before the table
+            try:
+                emit.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"--emit {emit}: cannot create the folder ({exc.strerror or exc})") from None
+            if not emit.is_dir() or not os.access(emit, os.W_OK):
+                raise InputError(f"--emit {emit}: not a folder this user can write")
         specs = select(only) if only else catalogue()
         rows = kernel_rows(specs, target)
         cols = [

@@ -154,6 +154,8 @@ def register(app: typer.Typer) -> None:
             raise InputError("--duration must be ≥ 0")
         if prometheus is not None and output is not None:
             raise InputError("--prometheus serves live values and records nothing: drop -o/--out")
+        if prometheus is not None and not 0 <= prometheus <= 65535:
+            raise InputError(f"--prometheus: {prometheus} is not a TCP port (0–65535; 0 picks a free one)")
         gpus = gpu_indices(gpu)
         if prometheus is not None:
             try:

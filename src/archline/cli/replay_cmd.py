@@ -160,8 +160,9 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing run directory.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     ) -> None:
-        """Experimental: capture one call of a PyTorch step as a CUDA graph and measure each kernel group's
-        energy by replay (docs/replay.md: on real training steps it fails today, with a one-line error)."""
+        """Capture one call of a PyTorch step as a CUDA graph and measure each kernel group's energy by replay:
+        alone, without it, and inside the step by a randomized design (docs/replay.md says what it measured on
+        ResNet-50 and transformer training steps, and its limits)."""
         if top < 1:
             raise InputError("--top must be at least 1")
         if repeats < 1:
@@ -180,6 +181,8 @@ def register(app: typer.Typer) -> None:
 
         if design_model not in DESIGN_MODELS:
             raise InputError(f"--design-model must be {' or '.join(DESIGN_MODELS)}, not {design_model!r}")
+        if not design_budget > 0:
+            raise InputError(f"--design-budget must be a number of seconds > 0, not {design_budget:g}")
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
         from archline.report.registry import render_run

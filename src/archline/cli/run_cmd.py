@@ -297,6 +297,9 @@ def register(app: typer.Typer) -> None:
         if power_ceiling is not None and not (power_ceiling >= 0 and math.isfinite(power_ceiling)):
             raise InputError(f"--power-ceiling must be a power in W ≥ 0 (got {power_ceiling})")
         duty = None if trace_duty in ("auto", "full") else parse_duty(trace_duty)
+        from archline.measurement.attribute.program import check_tracer
+
+        check_tracer(tracer)  # bad input before the GPU is asked for
         from archline.measurement.attribute.backend import nvml_backend
         from archline.measurement.attribute.run import run_program
         from archline.report.attribution_run import write_report_files

@@ -139,7 +139,13 @@ def race_to_halt(
         r = reference.get(prec)
         ref_eff[prec] = r.effective_gap if r else math.nan
         ref_raw[prec] = r.balance_gap if r else math.nan
-        word = "holds" if b.race_to_halt else "does not hold"
+        se0 = b.stderr.get("effective_gap", math.nan)
+        undecided = math.isfinite(se0) and abs(b.effective_gap - 1.0) < 2 * se0
+        word = (
+            ("would hold" if b.race_to_halt else "would not hold") + " on the point estimate, undecided"
+            if undecided
+            else ("holds" if b.race_to_halt else "does not hold")
+        )
         cmp_ = ""
         if r is not None:
             rel = "smaller" if b.effective_gap < r.effective_gap else "larger"
@@ -149,7 +155,7 @@ def race_to_halt(
             )
         se = b.stderr.get("effective_gap", math.nan)
         gap = f"{b.effective_gap:.3g} ± {se:.2g}" if math.isfinite(se) else f"{b.effective_gap:.3g}"
-        margin = " — within 2σ of 1, not decisive" if math.isfinite(se) and abs(b.effective_gap - 1.0) < 2 * se else ""
+        margin = " — within 2σ of 1" if undecided else ""
         verdict[prec] = (
             f"{prec} precision: race-to-halt {word} (B̂_ε point {b.b_eps_hat_point:.3g} flop/B vs "
             f"B_τ {b.b_tau:.3g} flop/B, effective gap {gap}{margin}){cmp_}"

@@ -19,7 +19,7 @@ import socket
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -282,6 +282,10 @@ class Manifest:
                 f"{source}: schema version {ver} is not supported by this archline (expects {SCHEMA_VERSION})"
             )
         known = set(cls.__dataclass_fields__)
+        fields = cls.__dataclass_fields__.values()
+        required = [f.name for f in fields if f.default is MISSING and f.default_factory is MISSING]
+        if missing := [k for k in required if k not in d]:
+            raise RunDirError(f"{source}: malformed manifest (no {', '.join(repr(k) for k in missing)} field)")
         kw = {k: v for k, v in d.items() if k in known}
         for k in ("command", "notes"):
             if k in kw and kw[k] is not None:

@@ -1,0 +1,43 @@
+"""Usage errors and bad values are one line and exit 2 through the console script's entry point, before any GPU is
+asked for (a fresh user's review, session 17: click's boxed panel, and 'NVML is not available' for a bad --gpu)."""
+
+from __future__ import annotations
+
+import pytest
+
+from archline.cli.app import main
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["report", "--bogus"], "No such option: --bogus"),
+        (["model", "predict", "--flops", "abc"], "Invalid value for '--flops'"),
+        (["measure", "--gpu", "abc", "--", "true"], "--gpu must be an index"),
+        (["monitor", "--gpu", "foo"], "--gpu must be an index"),
+        (["monitor", "--prometheus", "99999"], "99999 is not a TCP port"),
+        (["run", "--tracer", "foo", "--", "true"], "--tracer must be one of"),
+        (["characterize", "--gpu", "abc"], "--gpu must be an index"),
+        (["kernels", "--emit", "/proc/nope"], "--emit /proc/nope: cannot create the folder"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(argv, capsys)
+    assert code == 2 and says in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err and "╭" not in err
+
+
+def test_help_and_version_still_exit_0_and_no_arguments_show_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["--version"], capsys)
+    assert code == 0 and out.startswith("archline ")
+    code, out, _ = _run(["report", "--help"], capsys)
+    assert code == 0 and "Usage: archline report" in out
+    code, out, _ = _run([], capsys)
+    assert code == 2 and "Usage: archline" in out
