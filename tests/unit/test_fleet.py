@@ -19,6 +19,7 @@ from archline.errors import InputError, MixedFleetError
 from archline.records import RunDir, read_csv
 from archline.report.fleet import render
 from archline.report.fleet_stats import check_comparable, load_board, robust_z
+from tests.helpers.bench import ROOT
 
 distributed = pytest.importorskip("distributed")
 
@@ -206,3 +207,30 @@ def test_a_batch_cluster_needs_a_job_count_and_its_submit_command(
         assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
     res = CliRunner().invoke(app, ["fleet", "run", "--cluster", "slurm", "--jobs", "1", "--start-s", "0"])
     assert res.exit_code == 2 and "--start-s" in res.output
+
+
+def test_compare_refuses_a_run_twice_a_cut_table_and_a_run_of_another_kind(tmp_path: Path) -> None:
+    """A fresh user's review (session 17): the same directory twice was two GPUs, a results.csv cut short was
+    compared with its cells missing, and an attribution run was counted as a GPU. Now each is one line, exit 2;
+    two runs of one board are compared with a warning."""
+    import shutil
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    SimulatedBoard(1).write(a, "quick")
+    SimulatedBoard(2).write(b, "quick")
+    res = CliRunner().invoke(app, ["fleet", "compare", str(a), str(a), "-o", str(tmp_path / "c1")])
+    assert res.exit_code == 2 and "given twice" in res.output
+    cut = tmp_path / "cut"
+    shutil.copytree(b, cut)
+    lines = (cut / "results.csv").read_text().splitlines()
+    (cut / "results.csv").write_text("\n".join([*lines[:-1], lines[-1][: len(lines[-1]) // 3]]) + "\n")
+    res = CliRunner().invoke(app, ["fleet", "compare", str(a), str(cut), "-o", str(tmp_path / "c2")])
+    assert res.exit_code == 2 and "corrupt results table" in res.output
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "results/h100/run/attribution-validation/cublas_gemm", run)
+    res = CliRunner().invoke(app, ["fleet", "compare", str(a), str(run), "-o", str(tmp_path / "c3")])
+    assert res.exit_code == 2 and "a run of kind 'attribute', not a characterization or sensor" in res.output
+    twin = tmp_path / "twin"
+    shutil.copytree(a, twin)
+    res = CliRunner().invoke(app, ["fleet", "compare", str(a), str(twin), "-o", str(tmp_path / "c4")])
+    assert res.exit_code == 0 and "runs of one board" in res.output

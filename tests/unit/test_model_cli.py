@@ -118,3 +118,11 @@ def test_fit_missing_run_dir(tmp_path: Path) -> None:
     res = runner.invoke(app, ["model", "fit", str(empty)])
     assert res.exit_code == 2
     assert "roofline_sweep.csv: file not found" in res.stderr
+
+
+def test_predict_warns_where_it_extrapolates_the_sweep(fitted: Path) -> None:
+    """An intensity far beyond the sweep the model was fitted on is predicted, with a warning naming the range."""
+    res = runner.invoke(app, ["model", "predict", "-m", str(fitted), "--flops", "1e15", "--bytes", "1"])
+    assert res.exit_code == 0 and "outside the" in res.output and "extrapolates the fit" in res.output
+    inside = runner.invoke(app, ["model", "predict", "-m", str(fitted), "--flops", "1e10", "--bytes", "1e9"])
+    assert inside.exit_code == 0 and "extrapolates" not in inside.output

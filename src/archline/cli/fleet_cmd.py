@@ -41,7 +41,21 @@ def compare_runs(runs: list[Path], output: Path, *, split: bool, force: bool) ->
     from archline.records import Manifest, RunDir
     from archline.report.fleet_stats import check_comparable, load_board
 
+    seen: dict[Path, Path] = {}
+    for p in runs:
+        if (key := p.resolve()) in seen:
+            raise InputError(f"{p}: given twice (as {seen[key]}); each GPU's run once")
+        seen[key] = p
     boards = [load_board(p.name, p) for p in runs]
+    uuids: dict[str, str] = {}
+    for b in boards:
+        if b.uuid in uuids and b.uuid != "unknown":
+            err_console.print(
+                f"archline: warning: {b.path} and {uuids[b.uuid]} are runs of one board ({b.uuid}): "
+                "it is counted twice",
+                soft_wrap=True, markup=False,
+            )  # fmt: skip
+        uuids.setdefault(b.uuid, str(b.path))
     if not split:
         check_comparable(boards)
     rd = RunDir.create(output, Manifest.new("fleet", extra={"kind": "compare"}), overwrite=force)

@@ -99,6 +99,8 @@ def predict(
             raise InputError(f"{name} must be a positive number (got {value:g})")
     m = load_model(model)
     pred = predict_kernel(m.parameters, flops, nbytes, precision, measured_time_s=time_s)
+    if (why := _outside_sweep(model, precision, flops / nbytes)) is not None:
+        err_console.print(f"archline: warning: {why}", soft_wrap=True, markup=False)
     if time_s is not None:
         _check_measured_time(time_s, pred.time_uncapped_s, pred.energy_at_measured_time_j, m.parameters.power_limit_w)
     if as_json:
@@ -128,6 +130,29 @@ def predict(
     title = f"{m.device or 'model'}: W = {flops:.4g} flop, Q = {nbytes:.4g} B ({precision})"
     table, _ = fit_table(cols, rows, console=console, title=title)
     console.print(table)
+
+
+def _outside_sweep(model: Path, precision: str, intensity: float) -> str | None:
+    """Where the model's run directory keeps the sweep it was fitted on (roofline_sweep.csv beside the model file),
+    a warning for an intensity more than twice beyond the sweep's range at this precision: an extrapolation."""
+    import csv
+
+    sweep = (model if model.is_dir() else model.parent) / "roofline_sweep.csv"
+    try:
+        with sweep.open(newline="", encoding="utf-8") as f:
+            seen = [float(r["intensity"]) for r in csv.DictReader(f) if r.get("precision") == precision]
+    except (OSError, KeyError, ValueError):
+        return None
+    seen = [v for v in seen if math.isfinite(v) and v > 0]
+    if not seen:
+        return None
+    lo, hi = min(seen), max(seen)
+    if lo / 2 <= intensity <= hi * 2:
+        return None
+    return (
+        f"intensity {intensity:.3g} flop/B is outside the {lo:.3g}–{hi:.3g} flop/B the model was fitted on "
+        f"({sweep}, {precision}): the prediction extrapolates the fit"
+    )
 
 
 _COUNT_KEYS = {

@@ -11,6 +11,7 @@ from typing import Any
 
 from archline.errors import MixedFleetError, RunDirError
 from archline.records import RunDir, read_csv
+from archline.records.csvload import load_csv
 
 __all__ = [
     "FIGURES",
@@ -156,6 +157,10 @@ def load_board(label: str, path: Path) -> Board:
     """Read a characterization (or sensor-calibration) run directory into a :class:`Board`."""
     run = RunDir.open(path)
     m = run.manifest
+    if m.kind != "characterize" and not (path / "profiles.json").is_file():
+        raise RunDirError(f"{path}: a run of kind {m.kind!r}, not a characterization or sensor calibration to compare")
+    if (path / "results.csv").is_file():  # strictly first: a cut-short table is refused, as the report refuses it
+        load_csv(path / "results.csv", {}, ["name"], what="results table")
     rows: Rows = read_csv(path / "results.csv") if (path / "results.csv").is_file() else []
     if m.kind == "characterize" and not rows:
         raise RunDirError(f"{path}: characterization without results.csv")
