@@ -169,3 +169,31 @@ def test_a_renderer_that_cannot_load_is_a_one_line_error(tmp_path: Path) -> None
         _fails_in_one_line(["report", str(path)], "cannot be loaded")
     finally:
         unregister_renderer("ghost")
+
+
+def test_values_no_measurement_gives_are_warned_about(tmp_path: Path) -> None:
+    """A fresh user's review (session 17): a negative energy and 9999 W on a 700 W board rendered without a word.
+    Now the report still renders, and a warning names each row's line; the shipped runs raise none."""
+    import csv
+    import shutil
+
+    from archline.report.characterize import suspicious_rows
+    from archline.report.rundata import load_run_data
+
+    src = Path(__file__).resolve().parents[2] / "results/h100/characterize"
+    assert suspicious_rows(load_run_data(src)) == []
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    with (run / "results.csv").open(newline="") as f:
+        rows = list(csv.reader(f))
+    head = rows[0]
+    rows[3][head.index("energy_j")] = "-5"
+    rows[4][head.index("avg_power_w")] = "9999"
+    rows[5][head.index("time_s")] = "0"
+    with (run / "results.csv").open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    res = CliRunner().invoke(app, ["report", str(run), "-o", str(tmp_path / "rep")])
+    assert res.exit_code == 0, res.output
+    assert "3 row(s) hold values no measurement gives" in res.output
+    assert "results.csv:4" in res.output and "negative energy" in res.output and "above 2 × the 700 W" in res.output
+    assert "time ≤ 0" in res.output

@@ -94,6 +94,39 @@ def _roofline_section(run_dir: Path, out: Path) -> tuple[Raw | None, tuple[Path,
     return Raw(sec.markdown, sec.html_fragment), (sec.markdown_path, sec.html_path, *sec.plot_paths)
 
 
+#: A benchmark's mean power above the board's power limit by this factor is not a reading to trust (bursts between
+#: idle gaps reach about 1.45 × the limit on H100s: docs/attribution.md, "Power limit and burst ceiling").
+SUSPICIOUS_POWER_FACTOR = 2.0
+
+
+def suspicious_rows(data: RunData) -> list[str]:
+    """Warnings for values no measurement gives: a time that is not positive, a negative energy or power, a mean
+    power above twice the board's power limit; and a manifest that names no GPU. Each names results.csv's line."""
+    out: list[str] = []
+    gpu = data.manifest.gpu if isinstance(data.manifest.gpu, dict) else {}
+    if not gpu.get("uuid"):
+        out.append("manifest.json names no GPU (no uuid): which board measured this run is unknown")
+    state = data.manifest.state_before if isinstance(data.manifest.state_before, dict) else {}
+    limit = state.get("enforced_power_limit_w") or state.get("power_limit_w") or gpu.get("default_power_limit_w")
+    odd: list[str] = []
+    for r in data.rows:
+        t, e, p = r.num("time_s"), r.num("energy_j"), r.num("avg_power_w")
+        why = (
+            "time ≤ 0" if t is not None and t <= 0 else
+            "negative energy" if e is not None and e < 0 else
+            "negative power" if p is not None and p < 0 else
+            f"{p:.0f} W, above {SUSPICIOUS_POWER_FACTOR:g} × the {float(limit):.0f} W limit"
+            if p is not None and isinstance(limit, (int, float)) and limit > 0 and p > SUSPICIOUS_POWER_FACTOR * limit
+            else ""
+        )  # fmt: skip
+        if why:
+            odd.append(f"results.csv:{r.line} {r.text('name')} ({why})")
+    if odd:
+        out.append(f"{len(odd)} row(s) hold values no measurement gives: {'; '.join(odd[:5])}"
+                   + (f"; and {len(odd) - 5} more" if len(odd) > 5 else ""))  # fmt: skip
+    return out
+
+
 def render(run: RunDir | Path | str, out_dir: Path | None = None, *, banner: str | None = None) -> RenderedReport:
     """Render ``report.md``, ``report.html`` and ``plots/*.png`` of a characterization run into ``out_dir``."""
     data = load_run_data(run)
@@ -110,6 +143,7 @@ def render(run: RunDir | Path | str, out_dir: Path | None = None, *, banner: str
     bad = [r.text("name") for r in data.rows if (r.text("status") or "ok") != "ok"]
     if bad:
         warnings.append(f"{len(bad)} benchmark(s) not ok: {', '.join(bad)}")
+    warnings += suspicious_rows(data)
     return RenderedReport(
         kind=data.manifest.kind,
         markdown=md,
