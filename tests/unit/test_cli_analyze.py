@@ -203,3 +203,20 @@ def test_numbers_are_never_cut_at_80_columns() -> None:
     for w in _json.loads(data.stdout)["windows"]:
         assert f"{w['energy_j']:.5g}" in table.stdout
         assert f"{w['mean_power_w']:.1f}" in table.stdout
+
+
+def test_a_clean_step_from_a_simulator_keeps_its_repeats(tmp_path: Path) -> None:
+    """A fresh user's review (session 17): a 1 kHz trace of exact values (100 W, then 400 W for 0.5–1.5 s) lost its
+    repeats as if a sensor had repeated its last update, leaving 3 readings: 'update 750 ms' and 164 J. Now the
+    repeats are kept, with a note, and the window's energy is its 400 J."""
+    t = np.arange(0.0, 2.0, 0.001)
+    p = np.where((t >= 0.5) & (t < 1.5), 400.0, 100.0)
+    trace, windows = tmp_path / "tr.csv", tmp_path / "w.csv"
+    trace.write_text("time_s,power_w\n" + "".join(f"{a:.4f},{b}\n" for a, b in zip(t, p, strict=True)))
+    windows.write_text("name,start_s,end_s\nload,0.5,1.5\n")
+    res = CliRunner().invoke(app, ["analyze", str(trace), "-w", str(windows), "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    row = d["windows"][0] if "windows" in d else d["rows"][0]
+    assert abs(row["energy_j"] - 400.0) < 2.0
+    assert "none dropped as a repeat" in res.output

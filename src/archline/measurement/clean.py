@@ -10,6 +10,8 @@ from numpy.typing import NDArray
 from archline.core.readings import Readings
 
 __all__ = [
+    "MIN_UPDATES",
+    "REPEATS_KEPT",
     "REPEAT_GAP_S",
     "Displacement",
     "blocks",
@@ -42,10 +44,19 @@ def blocks(x: F64, limit: int = 200_000, n_blocks: int = 10) -> F64:
     return np.concatenate([x[s : s + size] for s in starts])
 
 
+#: Fewer changes of value than this in a trace at least ten times as long: too few to be a sensor's updates.
+MIN_UPDATES = 10
+#: The note a trace whose repeats were kept carries (``Readings.meta``).
+REPEATS_KEPT = "repeats_kept"
+
+
 def drop_repeats(r: Readings, max_gap_s: float = REPEAT_GAP_S) -> Readings:
     """Drop each reading equal to its predecessor and no more than ``max_gap_s`` after it.
 
-    The first reading of each run of repeats is kept: it is the one nearest the update.
+    The first reading of each run of repeats is kept: it is the one nearest the update. A trace whose value changes
+    fewer than :data:`MIN_UPDATES` times in ten times as many readings (a clean step from a simulator or an exact
+    meter) is kept whole: its repeats are constant power, not a sensor repeating its last update, and dropping them
+    would leave too few readings to tell an update period from (``meta[REPEATS_KEPT]`` then says so).
     """
     if len(r) < 2:
         return r
@@ -53,6 +64,13 @@ def drop_repeats(r: Readings, max_gap_s: float = REPEAT_GAP_S) -> Readings:
     keep = np.concatenate([[True], ~same])
     if keep.all():
         return r
+    kept = int(keep.sum())
+    if kept < MIN_UPDATES and len(r) >= 10 * MIN_UPDATES:
+        note = (
+            f"{r.source}: only {kept} of {len(r)} readings change value, too few to be a sensor's updates: every "
+            "reading is taken as a sample of constant power (none dropped as a repeat)"
+        )
+        return Readings(r.source, r.quantity, r.t_s, r.value, {**r.meta, REPEATS_KEPT: note})
     return Readings(r.source, r.quantity, r.t_s[keep], r.value[keep], dict(r.meta))
 
 
