@@ -220,3 +220,20 @@ def test_a_clean_step_from_a_simulator_keeps_its_repeats(tmp_path: Path) -> None
     row = d["windows"][0] if "windows" in d else d["rows"][0]
     assert abs(row["energy_j"] - 400.0) < 2.0
     assert "none dropped as a repeat" in res.output
+
+
+def test_an_nvml_source_of_a_known_board_takes_the_shipped_prior_not_a_guess() -> None:
+    """A fresh user's review (session 17): auto mode inferred nvml.average's model from the recording alone and put
+    the first arith.int32.add window at 174.28 ± 1.7 J, 26 % below the buffer's 235.23 ± 0.56 J and called it
+    resolvable. A recording in a run directory names its board: the prior archline ships for its generation is
+    used, and the first window's interval reaches the buffer's figure within 3 σ."""
+    root = Path(__file__).resolve().parents[2] / "results/h100/characterize-quick/traces.npz"
+    res = CliRunner().invoke(app, ["analyze", str(root), "--source", "nvml.average", "--json"])
+    assert res.exit_code == 0, res.output
+    d = json.loads(res.stdout)
+    assert d["sensor"]["origin"] == "profile"
+    assert any("prior (shipped calibration" in n for n in d["sensor"]["notes"])
+    first = next(w for w in d["windows"] if w["name"] == "arith.int32.add")
+    buf = CliRunner().invoke(app, ["analyze", str(root), "--source", "nvml.buffer", "--json"])
+    ref = next(w for w in json.loads(buf.stdout)["windows"] if w["name"] == "arith.int32.add")
+    assert abs(first["energy_j"] - ref["energy_j"]) <= 3.0 * first["energy_uncertainty_j"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -115,9 +116,41 @@ def check_capacitance(c: float) -> None:
         )
 
 
-def resolve_model(r: Readings, sensor: str, capacitance: float | None, profile: Path | None, source: str | None) -> Any:
-    """The sensor model: from a profile file, else chosen from the data (with overrides)."""
+def _identity_of(trace: Path) -> Any:
+    """The board that recorded an archline recording (.npz): its run directory's manifest, beside it; else None."""
+    from archline.errors import ArchlineError
+    from archline.measurement.choose import GpuIdentity
+    from archline.records import RunDir
+
+    if trace.suffix.lower() != ".npz" or not (trace.parent / "manifest.json").is_file():
+        return None
+    try:
+        gpu = RunDir.open(trace.parent).manifest.gpu
+    except ArchlineError:
+        return None
+    return GpuIdentity.from_static(gpu) if isinstance(gpu, dict) and gpu.get("name") else None
+
+
+def resolve_model(
+    r: Readings, sensor: str, capacitance: float | None, profile: Path | None, source: str | None,
+    identity: Any = None,
+) -> Any:  # fmt: skip
+    """The sensor model: from a profile file; for an NVML source of a known board with no override, this board's
+    calibration or the prior archline ships for its generation (measurement.choose: a model inferred from one
+    recording's data alone was 26 % low on the shipped H100 quick run's nvml.average); else chosen from the data
+    (with overrides)."""
     from archline.measurement.sensor_model import infer_model, parse_kind
+
+    if profile is None and identity is not None and sensor == "auto" and capacitance is None:
+        from archline.errors import ArchlineError
+        from archline.measurement.choose import choose_model
+
+        try:
+            choice = choose_model(r.source, r, identity=identity)
+        except ArchlineError:
+            choice = None
+        if choice is not None and choice.how != "inferred":
+            return choice.model.with_(notes=(*choice.model.notes, f"{choice.describe}"))
 
     if profile is not None:
         # A recording's source picks its profile from a calibration run's file (profiles of several sources).
@@ -272,7 +305,7 @@ def register(app: typer.Typer) -> None:
         for warning in r.meta.get("warnings", ()):
             err_console.print(f"archline: warning: {escape(warning)}", soft_wrap=True)
         check_windows(wins, float(r.t_s[0]), float(r.t_s[-1]), where)
-        model = resolve_model(r, sensor, capacitance, profile, source)
+        model = resolve_model(r, sensor, capacitance, profile, source, _identity_of(trace))
         res = window_energies(r, model, wins, max_rel_uncertainty=max_rel)
         keys = (
             "name",
@@ -294,4 +327,6 @@ def register(app: typer.Typer) -> None:
         for f in foot:
             console.print(f, markup=False)
         for n in model.notes:
-            console.print(f"[dim]note: {escape(n)}[/]")
+            # wrapped by words at the terminal's width (the console itself never wraps: numbers stay whole)
+            console.print(textwrap.fill(f"note: {n}", width=max(console.width, 40), subsequent_indent="  "),
+                          style="dim", markup=False)  # fmt: skip
