@@ -134,6 +134,16 @@ def _escape(s: str) -> str:
     return s.replace("[", r"\[")
 
 
+def print_para(text: str, *, to: Console | None = None, indent: str = "  ", style: str | None = None) -> None:
+    """Print prose wrapped by words at the terminal's width (the consoles never wrap, so that numbers and paths in
+    tables stay whole; a sentence of 250 characters should not run off an 80-column terminal)."""
+    import textwrap
+
+    c = to or console
+    c.print(textwrap.fill(text, width=max(c.width, 40), subsequent_indent=indent, break_long_words=False,
+                          break_on_hyphens=False), markup=False, style=style)  # fmt: skip
+
+
 def print_json(obj: Any) -> None:
     """Print ``obj`` as strict JSON on stdout (no Rich markup, no wrapping)."""
     sys.stdout.write(json.dumps(to_jsonable(obj), indent=2) + "\n")

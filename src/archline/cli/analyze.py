@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from archline.cli._common import console, err_console, handle_errors, print_json, read_progress_bar
+from archline.cli._common import console, err_console, handle_errors, print_json, print_para, read_progress_bar
 from archline.cli.tables import Col, fit_table
 from archline.core.readings import Readings
 from archline.core.recording import Region
@@ -327,6 +326,4 @@ def register(app: typer.Typer) -> None:
         for f in foot:
             console.print(f, markup=False)
         for n in model.notes:
-            # wrapped by words at the terminal's width (the console itself never wraps: numbers stay whole)
-            console.print(textwrap.fill(f"note: {n}", width=max(console.width, 40), subsequent_indent="  "),
-                          style="dim", markup=False)  # fmt: skip
+            print_para(f"note: {n}", style="dim")

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from archline.cli._common import console, handle_errors
+from archline.cli._common import console, handle_errors, print_para
 from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
@@ -69,8 +69,9 @@ def register(app: typer.Typer) -> None:
             f"{len(rows)} benchmarks; {runnable} run on {target.name} ({target.family}, compute capability "
             f"{target.cc_text}), {len(rows) - runnable} skipped"
         )
-        table, dropped = fit_table(cols, [[escape(c) for c in row] for row in cells], console=console, caption=caption)
+        table, dropped = fit_table(cols, [[escape(c) for c in row] for row in cells], console=console)
         console.print(table)
+        print_para(caption)
         if dropped:
             console.print(f"(left out at this width: {', '.join(dropped)})")
         if emit is not None:

@@ -8,7 +8,7 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from archline.cli._common import console, err_console, handle_errors, print_json
+from archline.cli._common import console, err_console, handle_errors, print_json, print_para
 from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 from archline.model.sweep import PRECISIONS
@@ -317,9 +317,9 @@ def fit(
         print_json(model_to_json(m))
         return
     for p in m.parameters.precisions:
-        console.print(m.race_to_halt.verdict[p])
+        print_para(m.race_to_halt.verdict[p])
     f = m.fit
-    console.print(f"R² {f.r2:.5f} over {f.n_rows} rows; model written to {Path(run_dir) / MODEL_FILE}")
+    print_para(f"R² {f.r2:.5f} over {f.n_rows} rows; model written to {Path(run_dir) / MODEL_FILE}")
 
 
 def _check_measured_time(time_s: float, min_time_s: float, energy_j: float, limit_w: float) -> None:

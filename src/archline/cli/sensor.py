@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from archline.cli._common import console, handle_errors, print_json
+from archline.cli._common import console, handle_errors, print_json, print_para
 from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
@@ -133,7 +133,7 @@ def fit(
         return
     console.print(_table(profile))
     for f in profile.findings:
-        console.print(f"- {f}")
+        print_para(f"- {f}")
     if saved is not None:
         console.print(f"saved to {saved}")
 
