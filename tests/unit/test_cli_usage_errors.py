@@ -41,3 +41,31 @@ def test_help_and_version_still_exit_0_and_no_arguments_show_help(capsys: pytest
     assert code == 0 and "Usage: archline report" in out
     code, out, _ = _run([], capsys)
     assert code == 2 and "Usage: archline" in out
+
+
+def test_a_commands_own_exit_status_passes_through(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`archline run`/`measure` pass the program's exit status on with typer.Exit(code), and Ctrl-C is 130: the entry
+    point, which no longer lets click exit by itself, must keep both."""
+    import typer
+
+    import archline.cli.app as app_mod
+
+    tiny = typer.Typer()
+
+    @tiny.command()
+    def child(code: int = 0, interrupt: bool = False) -> None:
+        if interrupt:
+            raise KeyboardInterrupt
+        raise typer.Exit(code)
+
+    @tiny.command()
+    def other() -> None:  # two commands: the first argument names one, as archline's do
+        return None
+
+    monkeypatch.setattr(app_mod, "app", tiny)
+    assert _run(["child", "--code", "7"], capsys)[0] == 7
+    assert _run(["child"], capsys)[0] == 0
+    assert _run(["child", "--interrupt"], capsys)[0] == 130
+    assert _run(["other"], capsys)[0] == 0
