@@ -26,6 +26,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
         (["run", "--tracer", "foo", "--", "true"], "--tracer must be one of"),
         (["characterize", "--gpu", "abc"], "--gpu must be an index"),
         (["kernels", "--emit", "/proc/nope"], "--emit /proc/nope: cannot create the folder"),
+        (["monitor", "--gpu", "-1"], "--gpu: -1 is not a GPU index"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,7 +41,9 @@ def test_help_and_version_still_exit_0_and_no_arguments_show_help(capsys: pytest
     code, out, _ = _run(["report", "--help"], capsys)
     assert code == 0 and "Usage: archline report" in out
     code, out, _ = _run([], capsys)
-    assert code == 2 and "Usage: archline" in out
+    assert code == 2 and out.count("Usage: archline") == 1  # once (it was printed twice)
+    code, out, _ = _run(["fleet"], capsys)
+    assert code == 2 and out.count("Usage: archline fleet") == 1
 
 
 def test_a_commands_own_exit_status_passes_through(

@@ -154,3 +154,7 @@ def test_report_into_a_folder_holding_another_run_is_refused(tmp_path: Path, mon
     assert len(res.output.strip().splitlines()) == 1
     res = runner.invoke(app, ["report", str(other), "-o", str(other)])  # its own folder: fine
     assert res.exit_code == 0, res.output
+    copy = tmp_path / "copy"  # an earlier copy of the shipped run, rendered again by the shipped run's name: fine
+    assert runner.invoke(app, ["report", "-o", str(copy)]).exit_code == 0
+    res = runner.invoke(app, ["report", "h100/characterize", "-o", str(copy)])
+    assert res.exit_code == 0, res.output

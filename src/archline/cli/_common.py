@@ -174,13 +174,14 @@ def read_progress_bar() -> Progress:
     )
 
 
-def parse_gpus(spec: str, count: int) -> list[int]:
-    """GPU indices from ``--gpu``: one index, a comma list (``0,2``) or ``all``, checked against ``count`` GPUs."""
+def parse_gpus(spec: str, count: int | None) -> list[int]:
+    """GPU indices from ``--gpu``: one index, a comma list (``0,2``) or ``all``, checked against ``count`` GPUs
+    (None: the syntax alone, before any GPU is asked for)."""
     text = spec.strip().lower()
     if text == "all":
-        if count <= 0:
+        if count is not None and count <= 0:
             raise InputError("--gpu all: NVML found no NVIDIA GPU")
-        return list(range(count))
+        return list(range(count or 0))
     try:
         picked = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
@@ -188,7 +189,9 @@ def parse_gpus(spec: str, count: int) -> list[int]:
     if not picked:
         raise InputError(f"--gpu must be an index, a list like 0,2, or 'all', not {spec!r}")
     for g in picked:
-        if not 0 <= g < count:
+        if g < 0:
+            raise InputError(f"--gpu: {g} is not a GPU index (0, 1, …)")
+        if count is not None and g >= count:
             raise InputError(f"--gpu: no GPU with index {g} (this machine has {count})")
     if len(set(picked)) != len(picked):
         raise InputError(f"--gpu names a GPU twice: {spec!r}")
@@ -200,6 +203,5 @@ def gpu_indices(spec: str) -> list[int]:
     input before NVML is asked (exit 2, not 'NVML is not available')."""
     from archline.hw.nvml import device_count
 
-    if spec.strip().lower() != "all":
-        parse_gpus(spec, 1 << 30)  # the syntax alone
+    parse_gpus(spec, None)  # the syntax alone
     return parse_gpus(spec, device_count())

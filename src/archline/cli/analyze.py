@@ -15,6 +15,7 @@ from archline.cli.tables import Col, fit_table
 from archline.core.readings import Readings
 from archline.core.recording import Region
 from archline.errors import InputError, ModelFileError, TraceError
+from archline.measurement.clean import KEEP_REPEATS
 
 __all__ = ["load_trace", "register", "resolve_model"]
 
@@ -273,6 +274,14 @@ def register(app: typer.Typer) -> None:
                 "(energy is conserved; edges are timed to the bin). 0: every row.",
             ),
         ] = MAX_ROWS,
+        keep_repeats: Annotated[
+            bool,
+            typer.Option(
+                "--keep-repeats",
+                help="Every reading is a sample (an exact meter or a simulator): equal readings are constant power, "
+                "not a sensor repeating its last update.",
+            ),
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     ) -> None:
         """Energy of each window with a 1σ uncertainty, after correcting for the sensor's behaviour."""
@@ -286,6 +295,8 @@ def register(app: typer.Typer) -> None:
         if max_rows < 0:
             raise InputError("--max-rows must be ≥ 0 (0: every row)")
         r, regions = load_trace(trace, source, profile, max_rows or None)
+        if keep_repeats:
+            r = Readings(r.source, r.quantity, r.t_s, r.value, {**r.meta, KEEP_REPEATS: True})
         k = int(r.meta.get("bin_rows", 1))
         if k > 1:
             err_console.print(

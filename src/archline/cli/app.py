@@ -89,12 +89,14 @@ def main(argv: list[str] | None = None) -> None:
     import sys
 
     cx = _click_exceptions()
+    no_args = getattr(cx, "NoArgsIsHelpError", ())  # click 8.2 on; before, the help is printed and exit is 0/2
     signal.signal(signal.SIGTERM, _terminate)
     command = typer.main.get_command(app)
     try:
         rc = command.main(args=argv, prog_name="archline", standalone_mode=False)
-    except cx.NoArgsIsHelpError as exc:  # 'archline' or 'archline fleet' alone: their help
-        typer.echo(exc.ctx.get_help() if exc.ctx is not None else str(exc))
+    except no_args as exc:  # 'archline' or 'archline fleet' alone: their help (Rich printed it already, if it ran)
+        if msg := exc.format_message().strip():
+            typer.echo(msg)
         sys.exit(2)
     except cx.UsageError as exc:
         where = exc.ctx.command_path if exc.ctx is not None else "archline"

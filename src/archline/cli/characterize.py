@@ -124,8 +124,7 @@ def register(app: typer.Typer) -> None:
         # ("lat…" names the pointer-chase latencies, which are not catalogue kernels.)
         if kernel_only := [p for p in only if not p.startswith("lat")]:
             catalogue.select(kernel_only)
-        if gpu.strip().lower() != "all":
-            parse_gpus(gpu, 1 << 30)  # a --gpu that is no GPU list is bad input, with or without a GPU here
+        parse_gpus(gpu, None)  # a --gpu that is no GPU list is bad input, with or without a GPU here
         reason = _gpu_available(0)
         if reason is not None:
             if no_shipped:

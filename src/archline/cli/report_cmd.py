@@ -93,8 +93,11 @@ def register(app: typer.Typer) -> None:
             return
         rendered: RenderedReport | None = None
         if out is not None and run_dir is not None and (out / "manifest.json").is_file():
-            src = Path(run_dir) if Path(run_dir).exists() else None
-            if src is None or out.resolve() != src.resolve():
+            from archline.report.shipped import same_run
+
+            found = None if Path(run_dir).exists() else find_shipped(run_dir)
+            src = Path(run_dir) if found is None else found.path
+            if out.resolve() != src.resolve() and not same_run(out / "manifest.json", src / "manifest.json"):
                 raise InputError(
                     f"{out}: holds another run directory; its report would mix two runs (-o another folder)"
                 )

@@ -29,7 +29,7 @@ def gpus_for_run(spec: str, backend: Backend) -> tuple[list[int], bool]:
     if count is None:
         if spec.strip().lower() == "all":
             raise InputError("--gpu all: this backend cannot say how many GPUs there are; name them (--gpu 0,1)")
-        gpus = parse_gpus(spec, 1 << 16)
+        gpus = parse_gpus(spec, None)
         return gpus, False
     gpus = parse_gpus(spec, count)
     return gpus, sorted(gpus) == list(range(count))

@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 from archline.core.readings import Readings
 
 __all__ = [
+    "KEEP_REPEATS",
     "MIN_UPDATES",
     "REPEATS_KEPT",
     "REPEAT_GAP_S",
@@ -44,34 +45,39 @@ def blocks(x: F64, limit: int = 200_000, n_blocks: int = 10) -> F64:
     return np.concatenate([x[s : s + size] for s in starts])
 
 
-#: Fewer changes of value than this in a trace at least ten times as long: too few to be a sensor's updates.
+#: Fewer changes of value than this in a trace at least ten times as long: few enough to ask whether the repeats are
+#: a sensor repeating its last update (dropped) or a meter's exact constant power (kept only when the user says so).
 MIN_UPDATES = 10
-#: The note a trace whose repeats were kept carries (``Readings.meta``).
-REPEATS_KEPT = "repeats_kept"
+#: ``Readings.meta`` key: keep every reading (a trace from an exact meter or a simulator: its repeats are power).
+KEEP_REPEATS = "keep_repeats"
+#: ``Readings.meta`` key of the note a trace with few changes carries.
+REPEATS_KEPT = "repeats_note"
 
 
 def drop_repeats(r: Readings, max_gap_s: float = REPEAT_GAP_S) -> Readings:
     """Drop each reading equal to its predecessor and no more than ``max_gap_s`` after it.
 
-    The first reading of each run of repeats is kept: it is the one nearest the update. A trace whose value changes
-    fewer than :data:`MIN_UPDATES` times in ten times as many readings (a clean step from a simulator or an exact
-    meter) is kept whole: its repeats are constant power, not a sensor repeating its last update, and dropping them
-    would leave too few readings to tell an update period from (``meta[REPEATS_KEPT]`` then says so).
+    The first reading of each run of repeats is kept: it is the one nearest the update. A trace marked
+    ``meta[KEEP_REPEATS]`` (``archline analyze --keep-repeats``: an exact meter or a simulator, whose equal readings
+    are constant power) is kept whole. A trace whose value changes fewer than :data:`MIN_UPDATES` times in ten
+    times as many readings gets a note (``meta[REPEATS_KEPT]``): either a sensor polled far faster than it updates
+    over a quiet stretch, or such an exact trace; the data cannot tell which.
     """
-    if len(r) < 2:
+    if len(r) < 2 or r.meta.get(KEEP_REPEATS):
         return r
     same = (np.diff(r.value) == 0) & (np.diff(r.t_s) <= max_gap_s)
     keep = np.concatenate([[True], ~same])
     if keep.all():
         return r
     kept = int(keep.sum())
+    meta = dict(r.meta)
     if kept < MIN_UPDATES and len(r) >= 10 * MIN_UPDATES:
-        note = (
-            f"{r.source}: only {kept} of {len(r)} readings change value, too few to be a sensor's updates: every "
-            "reading is taken as a sample of constant power (none dropped as a repeat)"
+        meta[REPEATS_KEPT] = (
+            f"{r.source}: only {kept} of {len(r)} readings change value; they are taken as a sensor's updates and "
+            "the repeats dropped (from an exact meter or a simulator, whose equal readings are constant power: "
+            "--keep-repeats)"
         )
-        return Readings(r.source, r.quantity, r.t_s, r.value, {**r.meta, REPEATS_KEPT: note})
-    return Readings(r.source, r.quantity, r.t_s[keep], r.value[keep], dict(r.meta))
+    return Readings(r.source, r.quantity, r.t_s[keep], r.value[keep], meta)
 
 
 def repeat_fraction(value: F64) -> float:

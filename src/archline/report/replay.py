@@ -130,7 +130,7 @@ def preparation_text(s: Mapping[str, Any]) -> str:
     return f" Replays with nodes switched off: {'; '.join(parts)}." if parts else ""
 
 
-#: Each design model's term in the fitted formula (replay_context.MODEL_TERM).
+#: Each covariate's term in the fitted formula (as replay_context.COVARIATE_TERM: the report reads records only).
 _TERM = {"broken_link_j": " + κ·links", "excess_busy_w": " + β·excess busy time"}
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "list_shipped",
     "render_shipped_default",
     "render_shipped_default_report",
+    "same_run",
     "shipped_roots",
 ]
 
@@ -104,7 +105,7 @@ def render_shipped_default(
     return render_shipped_default_report(out_dir, roots, quick=quick, force=force).markdown
 
 
-def _same_run(a: Path, b: Path) -> bool:
+def same_run(a: Path, b: Path) -> bool:
     """Whether two manifests record the same run (its kind, GPU and times): an earlier copy of a shipped run."""
     import json
 
@@ -128,7 +129,7 @@ def render_shipped_default_report(
     if (out / MANIFEST_NAME).is_file() and out.resolve() != run.path.resolve():
         if not force:
             raise RunDirError(f"{out}: run directory already exists (use --force to overwrite, or -o another folder)")
-        if not _same_run(out / MANIFEST_NAME, run.path / MANIFEST_NAME):
+        if not same_run(out / MANIFEST_NAME, run.path / MANIFEST_NAME):
             raise RunDirError(
                 f"{out}: holds another run than the shipped one; without a GPU archline only shows the shipped run "
                 "and does not overwrite a run of yours, even with --force (-o another folder)"
