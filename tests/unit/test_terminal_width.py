@@ -133,3 +133,27 @@ def test_numbers_never_cut_even_when_nothing_can_be_dropped() -> None:
         text = con.export_text()
         for value in rows[0][1:]:
             assert value in text, (width, text)
+
+
+def test_a_name_too_long_for_its_column_breaks_after_its_dots() -> None:
+    """A fresh user's review (session 17): at 80 columns identifiers folded mid-word ('arith.int32.ad' / 'd'); they
+    now break after a dot, slash, underscore or colon, and a name that fits is left whole."""
+    from rich.console import Console
+
+    from archline.cli.tables import Col, _fold_name, fit_table
+
+    assert _fold_name("arith.int32.add", 14) == "arith.int32.\nadd"
+    assert (
+        _fold_name("h100/run/attribution-validation/cublas_gemm", 24)
+        == "h100/run/\nattribution-validation/\ncublas_gemm"
+    )
+    assert _fold_name("short", 14) == "short"
+    con = Console(width=80, record=True)
+    cols = [Col("window", "name"), Col("start s", drop=2), Col("duration s", drop=1), Col("energy J"),
+            Col("± J (1σ)"), Col("mean W"), Col("resolvable", "text")]  # fmt: skip
+    rows = [["arith.fp32.div.approx.denormal", "300.000000", "0.9999", "350.83", "0.71", "350.9", "yes"]]
+    table, _ = fit_table(cols, rows, console=con)
+    con.print(table)
+    text = con.export_text()
+    assert "arith.fp32.div." in text and "approx." in text and "denormal" in text  # whole parts, broken at dots
+    assert "350.83" in text and max(len(line) for line in text.splitlines()) <= 80

@@ -7,6 +7,7 @@ optional columns (highest ``drop`` first) until they fit, and lets only names an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -74,6 +75,7 @@ def fit_table(
         if not droppable:
             return _stacked(cols, rows, title, caption, console.width), []
         keep.remove(max(droppable, key=lambda i: (cols[i].drop, i)))
+    rows = _fold_names(cols, rows, keep, needs, console.width)
     table = Table(title=title, caption=caption, title_justify="left", box=box)
     for i in keep:
         c = cols[i]
@@ -87,6 +89,37 @@ def fit_table(
         style = styles[n] if n < len(styles) else None
         table.add_row(*(r[i] for i in keep), style=style, end_section=n in section_ends)
     return table, [cols[i].header for i in range(len(cols)) if i not in keep]
+
+
+def _fold_name(cell: str, width: int) -> str:
+    """A name longer than ``width`` broken after its dots, slashes, underscores or colons, where it has them
+    (``arith.int32.`` / ``add``, not ``arith.int32.ad`` / ``d``); a part longer than the width still folds."""
+    if width < 4 or "\n" in cell or _cell_len(cell) <= width:
+        return cell
+    lines: list[str] = []
+    cur = ""
+    for part in re.split(r"(?<=[./_:])", cell):
+        if cur and len(cur) + len(part) > width:
+            lines.append(cur)
+            cur = part
+        else:
+            cur += part
+    return "\n".join([*lines, cur])
+
+
+def _fold_names(
+    cols: Sequence[Col], rows: Sequence[Sequence[str]], keep: Sequence[int], needs: Sequence[int], width: int
+) -> list[list[str]]:
+    """The rows with each name column's long cells broken at their separators, to the width the column gets."""
+    names = [i for i in keep if cols[i].kind == "name"]
+    if len(names) != 1:
+        return [list(r) for r in rows]
+    i = names[0]
+    # a text column is at least as wide as its header's longest word (Rich keeps headers whole)
+    head = [max((len(w) for w in cols[j].header.split()), default=1) for j in range(len(cols))]
+    others = sum(max(needs[j], head[j]) for j in keep if j != i) + 3 * len(keep) + 1
+    avail = max(width - others, needs[i])
+    return [[_fold_name(c, avail) if j == i else c for j, c in enumerate(r)] for r in rows]
 
 
 def _stacked(
