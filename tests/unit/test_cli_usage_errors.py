@@ -72,3 +72,16 @@ def test_a_commands_own_exit_status_passes_through(
     assert _run(["child"], capsys)[0] == 0
     assert _run(["child", "--interrupt"], capsys)[0] == 130
     assert _run(["other"], capsys)[0] == 0
+
+
+def test_help_paragraphs_are_reflowed_not_broken_where_the_docstring_broke(capsys: pytest.CaptureFixture[str]) -> None:
+    """Rich kept the docstrings' line breaks, so help sentences broke mid-phrase at 80 columns; each paragraph is now
+    one line that the help wraps itself (blank lines still part paragraphs)."""
+    from archline.cli.app import _reflow
+
+    doc = "One line\n    and its rest.\n\n    Second\n    para."
+    assert _reflow(doc) == "One line and its rest.\n\nSecond para."
+    code, out, _ = _run(["kernels", "--help"], capsys)
+    assert code == 0
+    flat = " ".join(out.split())
+    assert "whether it runs on --arch (the PTX target and ISA version it is built with) or why it is skipped" in flat

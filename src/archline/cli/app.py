@@ -68,6 +68,29 @@ for _mod in (
     _mod.register(app)
 
 
+def _reflow(doc: str) -> str:
+    """A docstring's paragraphs each on one line (blank lines kept): the help's own terminal wraps them, where the
+    docstring's line breaks, kept by Rich, broke its sentences in odd places."""
+    paras = [" ".join(line.strip() for line in block.splitlines()) for block in doc.strip().split("\n\n")]
+    return "\n\n".join(p for p in paras if p)
+
+
+def _reflow_help(t: typer.Typer) -> None:
+    """Every command's help, in this Typer and the groups under it, as :func:`_reflow` gives it."""
+    import inspect
+
+    for info in t.registered_commands:
+        doc = info.help or (inspect.getdoc(info.callback) if info.callback is not None else None)
+        if doc:
+            info.help = _reflow(doc)
+    for group in t.registered_groups:
+        if group.typer_instance is not None:
+            _reflow_help(group.typer_instance)
+
+
+_reflow_help(app)
+
+
 def _terminate(signum: int, frame: object) -> None:
     # A run killed with SIGTERM (timeout, batch scheduler) unwinds like Ctrl-C, so every run
     # directory is closed consistently (status "interrupted", traces saved).

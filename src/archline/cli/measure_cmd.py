@@ -172,6 +172,7 @@ def register(app: typer.Typer) -> None:
         """Run a command and report its GPU energy, time, and mean and maximum power.
 
         Usage: archline measure [--gpu N] [--json] -- CMD ARGS...
+
         The command's exit code is passed through; with --json its stdout goes to stderr.
         """
         cmd = list(ctx.args)
