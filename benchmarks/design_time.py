@@ -14,7 +14,9 @@ fit (replay_design.fit_design, replicates included) three ways, and √E[ρ²] p
 * ``links``: + κ·B, B the broken producer→consumer links (the default since session 14; '-' where the design did
   not record its factors' nodes: the runs before session 14);
 * ``time``: + β·Z, Z the residual of the additive time fit T = t0 + Σ x_g t_g less the whole step's (0 in the whole
-  step, as a covariate must be), with β ± 1 σ in W and the step's mean power E/T beside it.
+  step, as a covariate must be), with β ± 1 σ in W and the step's mean power E/T beside it;
+* ``busy``: for a design that timed its configurations kernel by kernel (the busy-time model, archline replay's
+  default since session 17), its own fit: κ·B + β·Z with Z its recorded busy_excess_s ('-' for earlier designs).
 
 **Why it was not adopted** (``--simulate``; tests/unit/test_bench_design_time.py): Z is orthogonal to the groups'
 main effects, so it takes only the part of a slowdown the main effects cannot carry. The part they do carry, each
@@ -37,7 +39,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 F64 = NDArray[np.float64]
-HEAD = "replay                                          cfgs  additive    links     time   β W (time)   step E/T W"
+HEAD = (
+    "replay                                          cfgs  additive    links     time   β W (time)   step E/T W"
+    "      busy"
+)
 
 
 def excess_time(x: F64, t: F64) -> F64:
@@ -76,7 +81,14 @@ def refit(d: dict[str, Any]) -> dict[str, Any]:
 
     x, y, s, t, reps = design_arrays(d)
     nodes = d.get("factor_nodes")
+    links_ok = isinstance(nodes, list) and len(nodes) == x.shape[1]
+    z = [c.get("busy_excess_s") for c in d["configs"]]
+    busy = None
+    if all(isinstance(v, (int, float)) for v in z):  # a busy design (session 17 on): its own fit, links beside
+        cov = {"broken_link_j": link_breaks(x, nodes).tolist()} if links_ok else {}
+        busy = fit_design(x, y, s, reps, {**cov, "excess_busy_w": [float(v) for v in z]})
     return {
+        "busy": busy,
         "additive": fit_design(x, y, s, reps),
         "links": fit_design(x, y, s, reps, {"broken_link_j": link_breaks(x, nodes).tolist()})
         if isinstance(nodes, list) and len(nodes) == x.shape[1]
@@ -90,10 +102,12 @@ def refit(d: dict[str, Any]) -> dict[str, Any]:
 def line(name: str, r: dict[str, Any]) -> str:
     lk = r["links"]
     b, se = r["time"].covariates["excess_time_w"]
+    busy = r.get("busy")
     return (
         f"{name[-46:]:46s} {r['configs']:5d} {100 * r['additive'].rho_fold:8.2f}% "
         + (f"{100 * lk.rho_fold:7.2f}%" if lk is not None else "       -")
         + f" {100 * r['time'].rho_fold:7.2f}% {b:6.0f} ± {se:3.0f} {r['step_power_w']:12.0f}"
+        + (f" {100 * busy.rho_fold:8.2f}%" if busy is not None else "         -")
     )
 
 

@@ -60,3 +60,24 @@ def test_the_table_of_shipped_designs_and_bad_input(tmp_path: Path, capsys: pyte
     (bad / "replay.json").write_text(json.dumps(d))
     assert design_time.main([str(bad)]) == 2
     assert "time is not finite" in capsys.readouterr().err
+
+
+def test_a_busy_design_prints_its_own_fit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """For the held-out runs of the busy-time model: its √E[ρ²] beside the additive and links fits of the same
+    design, refitted as archline fits it (equal to the record's)."""
+    from archline.measurement.attribute.replay import replay_energy
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+    from tests.helpers.fake_graph import NoisyMeasure
+
+    gpu = slow_chain(3)
+    res = replay_energy(gpu, NoisyMeasure(gpu, rel=0.002, seed=3), gpu.clock, top=2, marginal=False, design=60,
+                        design_seed=3, design_model="busy", busy_timer=gpu.busy_times)  # fmt: skip
+    assert res.design is not None and res.design["model"] == "busy"
+    rd = RunDir.create(tmp_path / "run-GPU-fake" / "transformer-replay", Manifest.new("replay"))
+    write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+    rd.finish("complete")
+    assert design_time.main([str(tmp_path / "run-GPU-fake" / "transformer-replay")]) == 0
+    cells = capsys.readouterr().out.splitlines()[1].split()
+    assert float(cells[-1].rstrip("%")) == pytest.approx(100 * res.design["rho_fold"], abs=0.006)
+    assert float(cells[-1].rstrip("%")) < float(cells[5].rstrip("%"))  # below the links fit's
