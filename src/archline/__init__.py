@@ -69,6 +69,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def __dir__() -> list[str]:
+    """The module's names with the lazily imported ones (``help(archline)``, ``dir()`` and tab completion)."""
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "ArchlineError",
     "Attribution",

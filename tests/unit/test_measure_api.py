@@ -63,3 +63,44 @@ def test_measure_callable_gives_one_calls_energy() -> None:
     truth = sum(gpu.energy_j(r.start_s, r.end_s) for r in reps) / res.calls
     assert res.energy_j == pytest.approx(truth, rel=0.05)
     assert res.time_s == pytest.approx(sum(r.duration_s for r in reps) / res.calls)
+
+
+def test_measure_callable_checks_its_arguments_and_the_gpu_before_running_fn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's review (session 17): without a GPU a training step ran 512 times, its weights moving, before NVML
+    was asked; target_rel_error=0 was refused only after that loop. Now ``fn`` never runs first."""
+    import archline.measurement.api as api
+    from archline.errors import InputError, NVMLUnavailableError
+
+    calls = {"n": 0}
+
+    def step() -> None:
+        calls["n"] += 1
+
+    for kw in ({"target_rel_error": 0.0}, {"target_rel_error": 1.5}, {"max_total_s": 0.0}):
+        with pytest.raises(InputError):
+            api.measure_callable(step, sync=lambda: None, **kw)  # type: ignore[arg-type]
+
+    def no_nvml(gpu: int, sources: object) -> None:
+        raise NVMLUnavailableError("NVML is not available (test)")
+
+    monkeypatch.setattr(api, "_identity", no_nvml)
+    with pytest.raises(NVMLUnavailableError):
+        api.measure_callable(step, sync=lambda: None)
+    assert calls["n"] == 0
+
+
+def test_the_public_api_is_listed_and_bad_gpu_arguments_are_input_errors() -> None:
+    """A user's review (session 17): help(archline) and dir() left out the lazily imported API; gpu='01' measured
+    the strings '0' and '1'; gpu=[] was a bare ValueError; one set of sources was handed to several GPUs."""
+    import archline
+    from archline.errors import InputError
+
+    assert {"measure", "measure_callable", "Measurement", "CallableEnergy", "Attribution"} <= set(dir(archline))
+    for bad in ([], "01", [True], True):
+        with pytest.raises(InputError):
+            archline.measure(gpu=bad)  # type: ignore[call-overload]
+    with pytest.raises(InputError, match="one GPU's sensors"):
+        archline.measure(gpu=[0, 1], sources=[])
+    from archline.measurement.api import Measurement
+
+    assert "trace" not in repr(Measurement(gpu=0, sources=[]))  # a whole recording is no repr

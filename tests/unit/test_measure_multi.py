@@ -38,7 +38,7 @@ def test_two_gpus_measured_at_once() -> None:
 def test_measure_with_a_list_gives_several_gpus() -> None:
     import archline
 
-    m = archline.measure(gpu=[0, 1], sources=[], sync=lambda: None)
+    m = archline.measure(gpu=[0, 1], sync=lambda: None)  # each GPU reads its own sensors (opened on entry)
     assert isinstance(m, MultiMeasurement) and sorted(m.per_gpu) == [0, 1]
     with pytest.raises(ValueError, match="at least one GPU"):
         MultiMeasurement([], lambda g: Measurement(gpu=g))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from archline.errors import InputError
+from archline.errors import GPUUnavailableError
 from archline.hw.graph_nodes import (
     CLUSTER_ERROR,
     GraphError,
@@ -353,7 +353,11 @@ def capture_torch(
     try:
         import torch
     except ImportError:
-        raise InputError("graph replay of a PyTorch step needs PyTorch") from None
+        raise GPUUnavailableError("graph replay of a PyTorch step needs PyTorch (pip install torch)") from None
+    if not torch.cuda.is_available():
+        raise GPUUnavailableError(
+            f"graph replay needs PyTorch with CUDA and a GPU; this PyTorch ({torch.__version__}) sees none"
+        )
     torch.cuda.set_device(device)
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, overload
 from archline.core.frames import Tabular, dataclass_rows
 from archline.core.readings import Clock, PowerSource, SystemClock
 from archline.core.recording import Recording, Region
-from archline.errors import ArchlineError
+from archline.errors import ArchlineError, InputError
 from archline.measurement.choose import GpuIdentity, ModelChoice, choose_model
 from archline.measurement.energy import WindowEstimate, WindowEstimator
 from archline.measurement.sampler import Sampler
@@ -92,7 +92,7 @@ class Measurement(contextlib.ContextDecorator, Tabular):
     pre_s: float = 0.25
     settle_s: float = 0.3
     regions: dict[str, RegionEnergy] = field(default_factory=dict, init=False)
-    trace: Recording | None = field(default=None, init=False)
+    trace: Recording | None = field(default=None, init=False, repr=False)
     _sampler: Sampler | None = field(default=None, init=False, repr=False)
     _total: RegionEnergy | None = field(default=None, init=False, repr=False)
     _t0: float = field(default=0.0, init=False, repr=False)
@@ -219,8 +219,16 @@ def measure(gpu: int | Sequence[int] = 0, **kwargs: Any) -> Measurement | MultiM
 
     ``gpu=[0, 1]`` measures several GPUs over the same span (:class:`~archline.measurement.multi.MultiMeasurement`).
     """
+    if isinstance(gpu, bool):
+        raise InputError(f"gpu must be a GPU index or a list of them, not {gpu!r}")
     if isinstance(gpu, int):
         return Measurement(gpu=gpu, **kwargs)
+    if isinstance(gpu, str) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpu):
+        raise InputError(f"gpu must be a GPU index or a list of them, not {gpu!r}")
+    if not gpu:
+        raise InputError("gpu=[] names no GPU")
+    if kwargs.get("sources") is not None:
+        raise InputError("sources= are one GPU's sensors: with several GPUs each reads its own (leave sources out)")
     from archline.measurement.multi import MultiMeasurement
 
     return MultiMeasurement(list(gpu), lambda g: Measurement(gpu=g, **kwargs))
@@ -295,6 +303,15 @@ def measure_callable(
     from archline.measurement.repetition import estimate_call_energy, plan_repetitions
 
     clk: Clock = clock or SystemClock()
+    # bad arguments and a missing GPU are found before ``fn`` runs at all (it may be a training step that updates
+    # weights: without a GPU it used to run hundreds of times before NVML was asked)
+    if not (0.0 < target_rel_error < 1.0):
+        raise InputError(f"target_rel_error must be between 0 and 1, not {target_rel_error!r}")
+    if not max_total_s > 0:
+        raise InputError(f"max_total_s must be a number of seconds > 0, not {max_total_s!r}")
+    if sources is not None and source not in {s.name for s in sources}:
+        raise InputError(f"source {source!r} is not among the given sources ({', '.join(s.name for s in sources)})")
+    identity = _identity(gpu, sources)
     if sync is None:
         from archline.hw.sync import default_synchronizer
 
@@ -302,7 +319,6 @@ def measure_callable(
     fn()  # warm-up: JIT, allocations, clocks ramping
     sync()
     call_s = _time_one_call(fn, sync, clk)
-    identity = _identity(gpu, sources)
     prior: ModelChoice | None = None
     if model is not None or identity is not None:
         with contextlib.suppress(ArchlineError):  # no calibration and no prior: plan nominally

@@ -187,15 +187,22 @@ class KernelTable(Sequence[KernelRow], Tabular):
         return float(sum(r.energy_j for r in self._rows))
 
     def __str__(self) -> str:
-        head = f"{'name':<48} {'calls':>7} {'time ms':>10} {'energy J':>10} {'share':>6} {'power W':>8}  method"
+        head = (
+            f"{'name':<40} {'calls':>7} {'time ms':>9} {'energy J':>9} {'95 % interval J':>19} {'share':>6} "
+            f"{'power W':>8}  method"
+        )
         lines = [head]
         for r in self._rows:
-            name = r.name if len(r.name) <= 48 else r.name[:47] + "…"
+            name = r.name if len(r.name) <= 40 else r.name[:39] + "…"
             lines.append(
-                f"{name:<48} {r.calls:>7d} {r.time_s * 1e3:>10.3f} {r.energy_j:>10.4g} "
-                f"{r.share * 100:>5.1f}% {r.mean_power_w:>8.1f}  {r.method}{'' if r.identifiable else ' (?)'} "
-                f"[{r.dominated_by}]"
+                f"{name:<40} {r.calls:>7d} {r.time_s * 1e3:>9.3f} {_j(r.energy_j):>9} "
+                f"{'[' + _j(r.energy_lo_j) + ', ' + _j(r.energy_hi_j) + ']':>19} {r.share * 100:>5.1f}% "
+                f"{r.mean_power_w:>8.1f}  {r.method}{'' if r.identifiable else ' (?)'} [{r.dominated_by}]"
             )
+        lines.append(
+            "energies in J with their 95 % intervals; (?): not identifiable (the note says why); [data], [prior] or "
+            "[mixed]: what set the row's estimate"
+        )
         return "\n".join(lines)
 
     def table_rows(self) -> list[dict[str, Any]]:
@@ -206,6 +213,14 @@ class KernelTable(Sequence[KernelRow], Tabular):
 
     def __repr__(self) -> str:
         return f"KernelTable({len(self)} rows, {self.energy_j:.4g} J)"
+
+
+def _j(v: float) -> str:
+    """An energy for the plain-text table: 4 significant figures, and a value below a microjoule as 0 (the fit's
+    round-off, not a measurement)."""
+    if not math.isfinite(v):
+        return "—"
+    return "0" if abs(v) < 1e-6 else f"{v:.4g}"
 
 
 _ACTIVITY_KINDS = ("kernel", "memcpy", "memset", "program")

@@ -600,9 +600,10 @@ def run_replay(
     from archline.records import Manifest, RunDir
     from archline.records.replay import write_replay
 
+    static = device_static(gpu)  # a missing GPU or NVML is one clear error before PyTorch is asked for CUDA
     rd = None
     if out is not None:
-        rd = RunDir.create(out, Manifest.new("replay", gpu=device_static(gpu)), overwrite=force)
+        rd = RunDir.create(out, Manifest.new("replay", gpu=static), overwrite=force)
         rd.update_manifest(state_before=device_state(gpu))
     graph = capture_torch(step, gpu, state=state, keep_buffers=keep_buffers)
 
