@@ -15,11 +15,20 @@ from archline.errors import (
 )
 
 if TYPE_CHECKING:
+    import os
+    from collections.abc import Mapping
+
+    from archline.measurement.analyze_api import analyze
     from archline.measurement.api import CallableEnergy, Measurement, measure, measure_callable
     from archline.measurement.attribute.api import Attribution
+    from archline.measurement.attribute.attribution import AttributionOptions
+    from archline.measurement.attribute.backend import Backend, ReportWriter
+    from archline.measurement.attribute.prior import KernelPrior
+    from archline.measurement.attribute.replay_result import ReplayResult
 
 # The measuring API pulls in scipy; import it on first use so the CLI starts quickly.
 _LAZY = {
+    "analyze": "archline.measurement.analyze_api",
     "CallableEnergy": "archline.measurement.api",
     "Measurement": "archline.measurement.api",
     "measure": "archline.measurement.api",
@@ -28,19 +37,35 @@ _LAZY = {
 }
 
 
-def attribute(gpu: int = 0, **kwargs: Any) -> Attribution:
+def attribute(
+    gpu: int = 0,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    pre_s: float | None = None,
+    post_s: float | None = None,
+    options: AttributionOptions | None = None,
+    backend: Backend | None = None,
+    render: ReportWriter | None = None,
+    priors: Mapping[str, KernelPrior] | None = None,
+) -> Attribution:
     """Per-kernel energy of the code in a ``with`` block; with ``out=DIR`` its report files too.
 
-    The keywords are those of :func:`archline.measurement.attribute.api.attribute`.
+    The keywords are those of :func:`archline.measurement.attribute.api.attribute` (``render`` defaults to
+    archline's report writer).
     """
+    from pathlib import Path
+
     from archline.measurement.attribute.api import attribute as _attribute
     from archline.report.attribution_run import write_report_files
 
-    kwargs.setdefault("render", write_report_files)
-    return _attribute(gpu, **kwargs)
+    return _attribute(
+        gpu, out=Path(out) if out is not None else None, force=force, pre_s=pre_s, post_s=post_s, options=options,
+        backend=backend, render=render if render is not None else write_report_files, priors=priors,
+    )  # fmt: skip
 
 
-def replay(step: Any, gpu: int = 0, top: int = 8, **kwargs: Any) -> Any:
+def replay(step: Any, gpu: int = 0, top: int = 8, **kwargs: Any) -> ReplayResult:
     """Each kernel group's energy in one call of a PyTorch ``step``, by CUDA-graph replay.
 
     Returns a :class:`~archline.measurement.attribute.replay.ReplayResult` (``.kernels``,
@@ -85,6 +110,7 @@ __all__ = [
     "RunDirError",
     "TraceError",
     "__version__",
+    "analyze",
     "attribute",
     "measure",
     "measure_callable",

@@ -241,3 +241,25 @@ def test_an_nvml_source_of_a_known_board_takes_the_shipped_prior_not_a_guess() -
     buf = CliRunner().invoke(app, ["analyze", str(root), "--source", "nvml.buffer", "--json"])
     ref = next(w for w in json.loads(buf.stdout)["windows"] if w["name"] == "arith.int32.add")
     assert abs(first["energy_j"] - ref["energy_j"]) <= 3.0 * first["energy_uncertainty_j"]
+
+
+def test_archline_analyze_from_python_gives_the_commands_figures(tmp_path: Path) -> None:
+    """A user's review (session 17): there was no Python equivalent of `archline analyze`, and the internal route
+    chose another sensor model (233.96 ± 1.9 J where the command gives 235.23 ± 0.56 J). archline.analyze is the
+    command's own path."""
+    import archline
+    from archline.errors import InputError
+
+    rec = Path(__file__).resolve().parents[2] / "results/h100/characterize-quick/traces.npz"
+    res = archline.analyze(rec, source="nvml.buffer")
+    cli = CliRunner().invoke(app, ["analyze", str(rec), "--source", "nvml.buffer", "--json"])
+    rows = json.loads(cli.stdout)["windows"]
+    assert [w.name for w in res.windows] == [w["name"] for w in rows]
+    for w, c in zip(res.windows, rows, strict=True):
+        assert w.energy_j == pytest.approx(c["energy_j"], rel=1e-12)
+        assert w.energy_uncertainty_j == pytest.approx(c["energy_uncertainty_j"], rel=1e-12)
+    assert res.model.origin == "profile"
+    with pytest.raises(InputError, match="no regions"):
+        trace = tmp_path / "t.csv"
+        trace.write_text("time_s,power_w\n0,1\n1,1\n2,1\n")
+        archline.analyze(trace)
