@@ -46,22 +46,24 @@ def attribute(
     post_s: float | None = None,
     options: AttributionOptions | None = None,
     backend: Backend | None = None,
-    render: ReportWriter | None = None,
+    render: ReportWriter | str | None = "default",
     priors: Mapping[str, KernelPrior] | None = None,
 ) -> Attribution:
     """Per-kernel energy of the code in a ``with`` block; with ``out=DIR`` its report files too.
 
-    The keywords are those of :func:`archline.measurement.attribute.api.attribute` (``render`` defaults to
-    archline's report writer).
+    The keywords are those of :func:`archline.measurement.attribute.api.attribute`; ``render``: archline's report
+    writer by default, None for no report files, or a writer of your own.
     """
     from pathlib import Path
 
+    if isinstance(render, str) and render != "default":
+        raise InputError(f"render must be 'default', None or a report writer, not {render!r}")
     from archline.measurement.attribute.api import attribute as _attribute
     from archline.report.attribution_run import write_report_files
 
     return _attribute(
         gpu, out=Path(out) if out is not None else None, force=force, pre_s=pre_s, post_s=post_s, options=options,
-        backend=backend, render=render if render is not None else write_report_files, priors=priors,
+        backend=backend, render=write_report_files if isinstance(render, str) else render, priors=priors,
     )  # fmt: skip
 
 

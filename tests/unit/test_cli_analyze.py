@@ -263,3 +263,43 @@ def test_archline_analyze_from_python_gives_the_commands_figures(tmp_path: Path)
         trace = tmp_path / "t.csv"
         trace.write_text("time_s,power_w\n0,1\n1,1\n2,1\n")
         archline.analyze(trace)
+
+
+@pytest.mark.parametrize("source", ["nvml.average", "nvml.usage"])
+def test_every_power_source_of_the_shipped_recording_is_analysed(source: str) -> None:
+    """A review (session 17): a rising edge whose previous reading came 14.5 ms before it put the ramp fit's start
+    outside its bounds, and `archline analyze results/h100/characterize/traces.npz --source nvml.instant`
+    (average, usage) ended in scipy's traceback; the start is now clipped into the bounds."""
+    rec = Path(__file__).resolve().parents[2] / "results/h100/characterize/traces.npz"
+    res = CliRunner().invoke(app, ["analyze", str(rec), "--source", source, "--json"])
+    assert res.exit_code == 0, res.output
+    assert len(json.loads(res.stdout)["windows"]) > 10
+
+
+def test_analyze_from_python_refuses_no_windows_and_takes_max_rows_0_as_every_row(tmp_path: Path) -> None:
+    import archline
+    from archline.core.recording import Region
+    from archline.errors import InputError
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("time_s,power_w\n" + "".join(f"{i * 0.01:.2f},{100 + (i % 7)}\n" for i in range(300)))
+    with pytest.raises(InputError, match="no windows"):
+        archline.analyze(trace, [])
+    res = archline.analyze(trace, [Region("a", 0.5, 2.0)], max_rows=0)
+    assert len(res.windows) == 1 and res.windows[0].energy_j > 0
+    with pytest.raises(InputError, match="max_rows"):
+        archline.analyze(trace, [Region("a", 0.5, 2.0)], max_rows=-1)
+
+
+def test_sensor_fit_takes_keep_repeats_too(tmp_path: Path) -> None:
+    """A clean simulated step fails to fit with its repeats dropped, and says how to keep them; with --keep-repeats
+    it fits."""
+    t = np.arange(0.0, 2.0, 0.001)
+    p = np.where((t >= 0.5) & (t < 1.5), 400.0, 100.0)
+    trace, windows = tmp_path / "tr.csv", tmp_path / "w.csv"
+    trace.write_text("time_s,power_w\n" + "".join(f"{a:.4f},{b}\n" for a, b in zip(t, p, strict=True)))
+    windows.write_text("name,start_s,end_s\nload,0.5,1.5\n")
+    res = CliRunner().invoke(app, ["sensor", "fit", str(trace), "-w", str(windows)])
+    assert res.exit_code != 0 and "--keep-repeats" in res.output
+    res = CliRunner().invoke(app, ["sensor", "fit", str(trace), "-w", str(windows), "--keep-repeats"])
+    assert res.exit_code == 0, res.output

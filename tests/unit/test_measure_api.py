@@ -104,3 +104,19 @@ def test_the_public_api_is_listed_and_bad_gpu_arguments_are_input_errors() -> No
     from archline.measurement.api import Measurement
 
     assert "trace" not in repr(Measurement(gpu=0, sources=[]))  # a whole recording is no repr
+
+
+def test_numpy_gpu_indices_are_gpu_indices() -> None:
+    """numpy integers (np.arange(2), np.int64(0)) name GPUs as ints do; negatives do not."""
+    import numpy as np
+
+    import archline
+    from archline.errors import InputError
+    from archline.measurement.api import Measurement
+    from archline.measurement.multi import MultiMeasurement
+
+    assert isinstance(archline.measure(gpu=np.int64(0)), Measurement)  # type: ignore[call-overload]
+    m = archline.measure(gpu=np.arange(2))  # type: ignore[call-overload]
+    assert isinstance(m, MultiMeasurement) and sorted(m.per_gpu) == [0, 1]
+    with pytest.raises(InputError):
+        archline.measure(gpu=[-1])

@@ -163,6 +163,16 @@ def test_python_api_gives_a_kernel_table(fake_gpu, tmp_path):
     assert (tmp_path / "api" / "kernels.csv").is_file()
     with pytest.raises(RuntimeError, match="after the with-block"):
         _ = attribute(backend=fake_gpu.backend()).kernels
+    assert (tmp_path / "api" / "trace.perfetto.json").is_file()  # the default writer wrote the report files
+    # render=None: the run directory without report files; its printed table has intervals and a legend
+    with attribute(gpu=0, backend=fake_gpu.backend(), out=tmp_path / "bare", render=None) as b:
+        for _ in range(24):
+            fake_gpu.launch("matmul", 0.02, 450.0)
+    assert (tmp_path / "bare" / "kernels.csv").is_file() and not (tmp_path / "bare" / "trace.perfetto.json").exists()
+    text = str(b.kernels)
+    assert "95 % interval J" in text and "(?): not identifiable" in text and "nan" not in text
+    with pytest.raises(InputError, match="render must be"):
+        attribute(render="html")
 
 
 class _BrokenSource(FakeSource):

@@ -90,6 +90,14 @@ def fit(
     ] = False,
     gpu_uuid: Annotated[str | None, typer.Option("--gpu-uuid", help="GPU UUID to file the profile under.")] = None,
     driver: Annotated[str | None, typer.Option("--driver", help="Driver version to file the profile under.")] = None,
+    keep_repeats: Annotated[
+        bool,
+        typer.Option(
+            "--keep-repeats",
+            help="Every reading is a sample (an exact meter or a simulator): equal readings are constant power, "
+            "not a sensor repeating its last update.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Fit the sensor model (kind, update period, lag C, window, idle levels) to known loads."""
@@ -99,6 +107,11 @@ def fit(
     from archline.records.traces import check_windows, load_recording, read_windows_csv
 
     r, regions = load_trace(trace, source)
+    if keep_repeats:
+        from archline.core.readings import Readings
+        from archline.measurement.clean import KEEP_REPEATS
+
+        r = Readings(r.source, r.quantity, r.t_s, r.value, {**r.meta, KEEP_REPEATS: True})
     meta: dict[str, Any] = {}
     if trace.suffix.lower() == ".npz":
         meta = load_recording(trace).meta

@@ -202,6 +202,9 @@ def analyze(
         raise InputError("max_rel_uncertainty must be positive")
     if capacitance is not None:
         check_capacitance(capacitance)
+    if max_rows is not None and max_rows < 0:
+        raise InputError("max_rows must be ≥ 0 (0 or None: every row)")
+    max_rows = max_rows or None
     path = Path(trace)
     prof = Path(profile) if profile is not None else None
     r, regions = load_trace(path, source, prof, max_rows)
@@ -237,6 +240,8 @@ def analyze_readings(
         wins, where = tuple(read_windows_csv(Path(windows))), Path(windows)
     else:
         wins, where = tuple(windows), trace
+    if not wins:
+        raise InputError(f"{where}: no windows to measure")
     check_windows(wins, float(r.t_s[0]), float(r.t_s[-1]), where)
     model = resolve_model(r, sensor, capacitance, profile, source, identity_of(trace))
     return Analysis(r, model, list(window_energies(r, model, wins, max_rel_uncertainty=max_rel_uncertainty)))

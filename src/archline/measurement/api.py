@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
@@ -219,12 +219,15 @@ def measure(gpu: int | Sequence[int] = 0, **kwargs: Any) -> Measurement | MultiM
 
     ``gpu=[0, 1]`` measures several GPUs over the same span (:class:`~archline.measurement.multi.MultiMeasurement`).
     """
-    if isinstance(gpu, bool):
+    index = _gpu_index(gpu)
+    if index is not None:
+        return Measurement(gpu=index, **kwargs)
+    if isinstance(gpu, (str, bytes)) or not isinstance(gpu, Iterable):
         raise InputError(f"gpu must be a GPU index or a list of them, not {gpu!r}")
-    if isinstance(gpu, int):
-        return Measurement(gpu=gpu, **kwargs)
-    if isinstance(gpu, str) or not all(isinstance(g, int) and not isinstance(g, bool) for g in gpu):
+    indices = [_gpu_index(g) for g in gpu]
+    if any(i is None for i in indices):
         raise InputError(f"gpu must be a GPU index or a list of them, not {gpu!r}")
+    gpu = [int(i) for i in indices if i is not None]
     if not gpu:
         raise InputError("gpu=[] names no GPU")
     if kwargs.get("sources") is not None:
@@ -379,6 +382,19 @@ def measure_callable(
         note="; ".join(x for x in (est.note, *plan.notes) if x),
         trace=rec,
     )
+
+
+def _gpu_index(g: object) -> int | None:
+    """``g`` as a GPU index (an int, a numpy integer: anything ``operator.index`` takes, but a bool), else None."""
+    import operator
+
+    if isinstance(g, bool):
+        return None
+    try:
+        i = operator.index(g)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    return int(i) if i >= 0 else None
 
 
 def _open(gpu: int) -> list[PowerSource]:

@@ -75,7 +75,7 @@ def drop_repeats(r: Readings, max_gap_s: float = REPEAT_GAP_S) -> Readings:
         meta[REPEATS_KEPT] = (
             f"{r.source}: only {kept} of {len(r)} readings change value; they are taken as a sensor's updates and "
             "the repeats dropped (from an exact meter or a simulator, whose equal readings are constant power: "
-            "--keep-repeats)"
+            "archline analyze or sensor fit --keep-repeats, or keep_repeats=True)"
         )
     return Readings(r.source, r.quantity, r.t_s[keep], r.value[keep], meta)
 

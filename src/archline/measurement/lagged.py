@@ -252,10 +252,14 @@ def _edge_fits(t: F64, y: F64, pre_t_s: float, pre_w: float) -> tuple[float, flo
         f = np.clip((tr - th[2]) / max(th[3], 1e-9), 0.0, 1.0)
         return np.asarray(th[0] + (th[1] - th[0]) * f - yr, np.float64) / scale
 
+    lo = float(tr[0])
+    # the ramp starts half a reading before the edge, but never before the reading before it (the bound): a
+    # reading taken shortly before the edge put the guess outside the bounds and scipy refused the fit
+    start = min(max(-0.5 * (tt[1] if tt.size > 1 else 0.0), 0.5 * lo), span)
     ramp = optimize.least_squares(
         r_ramp,
-        [b0, a0, -0.5 * (tt[1] if tt.size > 1 else 0.0), 0.5 * span],
-        bounds=([-np.inf, -np.inf, float(tr[0]), 1e-7], [np.inf, np.inf, span, 2 * span]),
+        [b0, a0, start, 0.5 * span],
+        bounds=([-np.inf, -np.inf, lo, 1e-7], [np.inf, np.inf, span, 2 * span]),
     )
     rms_ramp = math.sqrt(2 * ramp.cost / max(tr.size - 4, 1)) * scale
     return lag, sig, rms_exp, float(ramp.x[3]), rms_ramp

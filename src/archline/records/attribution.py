@@ -195,9 +195,9 @@ class KernelTable(Sequence[KernelRow], Tabular):
         for r in self._rows:
             name = r.name if len(r.name) <= 40 else r.name[:39] + "…"
             lines.append(
-                f"{name:<40} {r.calls:>7d} {r.time_s * 1e3:>9.3f} {_j(r.energy_j):>9} "
-                f"{'[' + _j(r.energy_lo_j) + ', ' + _j(r.energy_hi_j) + ']':>19} {r.share * 100:>5.1f}% "
-                f"{r.mean_power_w:>8.1f}  {r.method}{'' if r.identifiable else ' (?)'} [{r.dominated_by}]"
+                f"{name:<40} {r.calls:>7d} {_g(r.time_s * 1e3, 5):>9} {_j(r.energy_j):>9} "
+                f"{'[' + _j(r.energy_lo_j) + ', ' + _j(r.energy_hi_j) + ']':>19} {_g(r.share * 100, 3):>5}% "
+                f"{_g(r.mean_power_w, 4):>8}  {r.method}{'' if r.identifiable else ' (?)'} [{r.dominated_by}]"
             )
         lines.append(
             "energies in J with their 95 % intervals; (?): not identifiable (the note says why); [data], [prior] or "
@@ -213,6 +213,11 @@ class KernelTable(Sequence[KernelRow], Tabular):
 
     def __repr__(self) -> str:
         return f"KernelTable({len(self)} rows, {self.energy_j:.4g} J)"
+
+
+def _g(v: float, digits: int) -> str:
+    """A number for the plain-text table: ``digits`` significant figures, "—" where it is not finite."""
+    return f"{v:.{digits}g}" if math.isfinite(v) else "—"
 
 
 def _j(v: float) -> str:
