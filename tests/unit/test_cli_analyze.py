@@ -209,7 +209,8 @@ def test_a_clean_step_from_a_simulator_keeps_its_repeats_when_told(tmp_path: Pat
     """A fresh user's review (session 17): a 1 kHz trace of exact values (100 W, then 400 W for 0.5–1.5 s) loses its
     repeats as if a sensor had repeated its last update, leaving 3 readings (a 750 ms 'update'): not resolvable.
     The data cannot tell that from a slow sensor polled fast over a quiet stretch (keeping such repeats put a
-    burst 45 σ off in review), so a note says what was assumed and --keep-repeats takes every reading: 400 J."""
+    burst far outside its interval in review), so a note says what was assumed and --keep-repeats takes every
+    reading: 400 J."""
     t = np.arange(0.0, 2.0, 0.001)
     p = np.where((t >= 0.5) & (t < 1.5), 400.0, 100.0)
     trace, windows = tmp_path / "tr.csv", tmp_path / "w.csv"

@@ -66,7 +66,7 @@ def test_measure_callable_gives_one_calls_energy() -> None:
 
 
 def test_measure_callable_checks_its_arguments_and_the_gpu_before_running_fn(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A user's review (session 17): without a GPU a training step ran 512 times, its weights moving, before NVML
+    """A user's review (session 17): without a GPU, fn ran 1 048 576 times (a no-op, commit 4960124) before NVML
     was asked; target_rel_error=0 was refused only after that loop. Now ``fn`` never runs first."""
     import archline.measurement.api as api
     from archline.errors import InputError, NVMLUnavailableError

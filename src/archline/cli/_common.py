@@ -134,6 +134,13 @@ def _escape(s: str) -> str:
     return s.replace("[", r"\[")
 
 
+#: ``--keep-repeats`` of ``archline analyze`` and ``archline sensor fit``.
+KEEP_REPEATS_HELP = (
+    "Every reading is a sample (an exact meter or a simulator): equal readings are constant power, not a sensor "
+    "repeating its last update."
+)
+
+
 def print_para(text: str, *, to: Console | None = None, indent: str = "  ", style: str | None = None) -> None:
     """Print prose wrapped by words at the terminal's width (the consoles never wrap, so that numbers and paths in
     tables stay whole; a sentence of 250 characters should not run off an 80-column terminal)."""

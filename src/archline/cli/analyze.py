@@ -9,15 +9,23 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from archline.cli._common import console, err_console, handle_errors, print_json, print_para, read_progress_bar
+from archline.cli._common import (
+    KEEP_REPEATS_HELP,
+    console,
+    err_console,
+    handle_errors,
+    print_json,
+    print_para,
+    read_progress_bar,
+)
 from archline.cli.tables import Col, fit_table
 from archline.core.readings import Readings
 from archline.core.recording import Region
 from archline.errors import InputError
-from archline.measurement.analyze_api import MAX_ROWS, analyze_readings, check_capacitance, resolve_model
+from archline.measurement.analyze_api import MAX_ROWS, analyze_readings, check_capacitance
 from archline.measurement.analyze_api import load_trace as _load_trace
 
-__all__ = ["load_trace", "register", "resolve_model"]
+__all__ = ["load_trace", "register"]
 
 
 def load_trace(
@@ -146,14 +154,7 @@ def register(app: typer.Typer) -> None:
                 "(energy is conserved; edges are timed to the bin). 0: every row.",
             ),
         ] = MAX_ROWS,
-        keep_repeats: Annotated[
-            bool,
-            typer.Option(
-                "--keep-repeats",
-                help="Every reading is a sample (an exact meter or a simulator): equal readings are constant power, "
-                "not a sensor repeating its last update.",
-            ),
-        ] = False,
+        keep_repeats: Annotated[bool, typer.Option("--keep-repeats", help=KEEP_REPEATS_HELP)] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     ) -> None:
         """Energy of each window with a 1σ uncertainty, after correcting for the sensor's behaviour."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from archline.cli._common import console, handle_errors, print_json, print_para
+from archline.cli._common import KEEP_REPEATS_HELP, console, handle_errors, print_json, print_para
 from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
@@ -90,14 +90,7 @@ def fit(
     ] = False,
     gpu_uuid: Annotated[str | None, typer.Option("--gpu-uuid", help="GPU UUID to file the profile under.")] = None,
     driver: Annotated[str | None, typer.Option("--driver", help="Driver version to file the profile under.")] = None,
-    keep_repeats: Annotated[
-        bool,
-        typer.Option(
-            "--keep-repeats",
-            help="Every reading is a sample (an exact meter or a simulator): equal readings are constant power, "
-            "not a sensor repeating its last update.",
-        ),
-    ] = False,
+    keep_repeats: Annotated[bool, typer.Option("--keep-repeats", help=KEEP_REPEATS_HELP)] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Fit the sensor model (kind, update period, lag C, window, idle levels) to known loads."""
@@ -108,10 +101,9 @@ def fit(
 
     r, regions = load_trace(trace, source)
     if keep_repeats:
-        from archline.core.readings import Readings
-        from archline.measurement.clean import KEEP_REPEATS
+        from archline.measurement.clean import keep_repeats as keep_every_reading
 
-        r = Readings(r.source, r.quantity, r.t_s, r.value, {**r.meta, KEEP_REPEATS: True})
+        r = keep_every_reading(r)
     meta: dict[str, Any] = {}
     if trace.suffix.lower() == ".npz":
         meta = load_recording(trace).meta

@@ -14,14 +14,16 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archline.core.readings import Readings
 from archline.core.recording import Region
 from archline.errors import InputError, ModelFileError, TraceError
-from archline.measurement.clean import KEEP_REPEATS
-from archline.measurement.sensor_model import SensorModel
-from archline.measurement.windows import WindowEnergy, window_energies
+from archline.measurement.clean import keep_repeats as keep_every_reading
+
+if TYPE_CHECKING:  # the estimator pulls in scipy: imported when a trace is analysed, not when the CLI starts
+    from archline.measurement.sensor_model import SensorModel
+    from archline.measurement.windows import WindowEnergy
 
 __all__ = [
     "MAX_ROWS",
@@ -228,10 +230,11 @@ def analyze_readings(
     max_rel_uncertainty: float,
 ) -> Analysis:
     """:func:`analyze` of readings already loaded from ``trace`` (the command loads them with a progress bar)."""
+    from archline.measurement.windows import window_energies
     from archline.records.traces import check_windows, read_windows_csv
 
     if keep_repeats:
-        r = Readings(r.source, r.quantity, r.t_s, r.value, {**r.meta, KEEP_REPEATS: True})
+        r = keep_every_reading(r)
     if windows is None:
         if not regions:
             raise InputError(f"{trace}: it has no regions: give the windows to measure")

@@ -12,7 +12,7 @@ from archline.core.readings import Readings
 __all__ = [
     "KEEP_REPEATS",
     "MIN_UPDATES",
-    "REPEATS_KEPT",
+    "REPEATS_NOTE",
     "REPEAT_GAP_S",
     "Displacement",
     "blocks",
@@ -20,6 +20,7 @@ __all__ = [
     "estimate_noise_w",
     "estimate_quantum_w",
     "find_displaced",
+    "keep_repeats",
     "repeat_fraction",
     "undisplace",
     "update_period",
@@ -51,7 +52,12 @@ MIN_UPDATES = 10
 #: ``Readings.meta`` key: keep every reading (a trace from an exact meter or a simulator: its repeats are power).
 KEEP_REPEATS = "keep_repeats"
 #: ``Readings.meta`` key of the note a trace with few changes carries.
-REPEATS_KEPT = "repeats_note"
+REPEATS_NOTE = "repeats_note"
+
+
+def keep_repeats(r: Readings) -> Readings:
+    """``r`` marked so that :func:`drop_repeats` keeps every reading (``--keep-repeats``)."""
+    return Readings(r.source, r.quantity, r.t_s, r.value, {**r.meta, KEEP_REPEATS: True})
 
 
 def drop_repeats(r: Readings, max_gap_s: float = REPEAT_GAP_S) -> Readings:
@@ -60,7 +66,7 @@ def drop_repeats(r: Readings, max_gap_s: float = REPEAT_GAP_S) -> Readings:
     The first reading of each run of repeats is kept: it is the one nearest the update. A trace marked
     ``meta[KEEP_REPEATS]`` (``archline analyze --keep-repeats``: an exact meter or a simulator, whose equal readings
     are constant power) is kept whole. A trace whose value changes fewer than :data:`MIN_UPDATES` times in ten
-    times as many readings gets a note (``meta[REPEATS_KEPT]``): either a sensor polled far faster than it updates
+    times as many readings gets a note (``meta[REPEATS_NOTE]``): either a sensor polled far faster than it updates
     over a quiet stretch, or such an exact trace; the data cannot tell which.
     """
     if len(r) < 2 or r.meta.get(KEEP_REPEATS):
@@ -72,7 +78,7 @@ def drop_repeats(r: Readings, max_gap_s: float = REPEAT_GAP_S) -> Readings:
     kept = int(keep.sum())
     meta = dict(r.meta)
     if kept < MIN_UPDATES and len(r) >= 10 * MIN_UPDATES:
-        meta[REPEATS_KEPT] = (
+        meta[REPEATS_NOTE] = (
             f"{r.source}: only {kept} of {len(r)} readings change value; they are taken as a sensor's updates and "
             "the repeats dropped (from an exact meter or a simulator, whose equal readings are constant power: "
             "archline analyze or sensor fit --keep-repeats, or keep_repeats=True)"

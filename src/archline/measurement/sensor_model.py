@@ -13,7 +13,7 @@ from archline.core.readings import Readings
 from archline.errors import SensorError, UnknownNameError
 from archline.hw.simulated import SensorKind
 from archline.measurement.clean import (
-    REPEATS_KEPT,
+    REPEATS_NOTE,
     drop_repeats,
     estimate_noise_w,
     estimate_quantum_w,
@@ -185,7 +185,7 @@ def infer_model(
         raise SensorError(f"{readings.source}: too few readings ({len(readings)}) to model the sensor")
     r = drop_repeats(readings)
     t, y = r.t_s, r.value
-    notes: list[str] = [str(r.meta[REPEATS_KEPT])] if REPEATS_KEPT in r.meta else []
+    notes: list[str] = [str(r.meta[REPEATS_NOTE])] if REPEATS_NOTE in r.meta else []
     disp = find_displaced(t)
     undisplace = False
     if disp.fraction(t.size) >= 0.05 and disp.typical_shift_s >= 0.25 * disp.period_s:

@@ -17,7 +17,7 @@ from archline.errors import SensorError
 from archline.hw.simulated import PiecewisePower
 from archline.measurement.calibrate.checks import LoadCheck, isolated, load_checks, stale_repeats, tail_time
 from archline.measurement.clean import (
-    REPEATS_KEPT,
+    REPEATS_NOTE,
     drop_repeats,
     estimate_noise_w,
     estimate_quantum_w,
@@ -217,7 +217,7 @@ def fit_sensor(readings: Readings, loads: Sequence[Region], *, max_rel_uncertain
         period, _ = update_period(ts)
         prob = _Problem(ts, y, loads, period)
         if prob.t_s.size < 10:
-            hint = f" ({r.meta[REPEATS_KEPT]})" if REPEATS_KEPT in r.meta else ""
+            hint = f" ({r.meta[REPEATS_NOTE]})" if REPEATS_NOTE in r.meta else ""
             raise SensorError(f"{readings.source}: fewer than 10 readings near the loads{hint}")
         for tiling in (False, True):
             th, rms, sig = _fit_candidate(prob, tiling)
