@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from archline.errors import RunDirError
+from archline.measurement.attribute.replay_context import COVARIATE_TERM
 from archline.records import RunDir
 from archline.report.doc import Document, Para, Table
 from archline.report.registry import RenderedReport
@@ -130,18 +131,14 @@ def preparation_text(s: Mapping[str, Any]) -> str:
     return f" Replays with nodes switched off: {'; '.join(parts)}." if parts else ""
 
 
-#: Each covariate's term in the fitted formula (as replay_context.COVARIATE_TERM: the report reads records only).
-_TERM = {"broken_link_j": " + κ·links", "excess_busy_w": " + β·excess busy time"}
-
-
 def design_text(d: Mapping[str, Any]) -> str:
     """The randomized design's summary in a sentence ('' without one)."""
     if not d:
         return ""
+    terms = "".join(COVARIATE_TERM.get(k, "") for k in d.get("covariates") or {})
     return (
         f" Context energies: randomized design of {d.get('configurations')} configurations (seed {d.get('seed')}, "
-        f"{d.get('factors')} factors) fitted as c0 + Σ e{''.join(_TERM.get(k, '') for k in d.get('covariates') or {})}"
-        "; "
+        f"{d.get('factors')} factors) fitted as c0 + Σ e{terms}; "
         f"c0 = {_f(d.get('c0_j'), '.4g')} ± "
         f"{_f(d.get('c0_se_j'), '.2g')} J per replay; neighbour dependence ρ = {_f(_pct(d.get('rho')), '.1f')} % "
         f"(95 % upper bound {_f(_pct(d.get('rho_up')), '.1f')} %"
