@@ -349,10 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--design-replicates", default="auto",
                     help="configurations the design measures twice (auto: a fifth of its measurements; 0: none, as "
                     "before session 14)")  # fmt: skip
-    ap.add_argument("--design-model", choices=("busy", "links", "additive"), default="busy",
-                    help="the design's model: busy (each configuration timed kernel by kernel, the energy of the "
-                    "kernels' busy time beyond theirs in the whole step beside the energies; session 17's default), "
-                    "links (a cost per broken producer-consumer link; sessions 14-16) or additive")  # fmt: skip
+    ap.add_argument("--design-model", choices=("busy", "links", "additive"), default="links",
+                    help="the design's model: links (a cost per broken producer-consumer link; sessions 14-16 and "
+                    "18 on), busy (each configuration also timed kernel by kernel, the energy of the kernels' busy "
+                    "time beyond theirs in the whole step fitted too; session 17's default) or additive")  # fmt: skip
     ap.add_argument("--design-p-on", type=float, default=0.5,
                     help="share of the configurations each group is on in (halves design); on "
                     "benchmarks/design_sim.py ½ leaves the most energy within ±15 %% (session 12)")  # fmt: skip

@@ -28,10 +28,13 @@ for f in "$work"/out/logs/*.log "$work"/out/*/logs/*.log; do [ -f "$f" ] && { ec
 if [ -f "$work/rc" ]; then
   echo "=== done, rc=$(cat "$work/rc")"
   cp "$work"/out/*.tar.gz "$work/driver.log" "${OUT:?}/" 2>/dev/null
-  # a second device.sh call writes under out/all: its archives have the same names, so they come back as all-*
-  for f in "$work"/out/all/*.tar.gz; do [ -f "$f" ] && cp "$f" "$OUT/all-$(basename "$f")"; done
+  # further device.sh calls write under out/all, out/all2, ...: their archives have the same names, so they come
+  # back as all-*, all2-*, ...
+  for d in "$work"/out/all*/; do
+    for f in "$d"*.tar.gz; do [ -f "$f" ] && cp "$f" "$OUT/$(basename "$d")-$(basename "$f")"; done
+  done
   # the device tool brings back no file whose name has a '+': the large files come back with '_' instead
-  for f in "$work"/out/large-*.gz "$work"/out/all/large-*.gz; do
+  for f in "$work"/out/large-*.gz "$work"/out/all*/large-*.gz; do
     [ -f "$f" ] && cp "$f" "$OUT/$(basename "$f" | tr '+' '_')"
   done
   ls -la "$OUT"

@@ -129,11 +129,11 @@ def test_kernels_that_never_change_their_time_leave_nothing_to_fit() -> None:
                for n in res.notes)  # type: ignore[attr-defined]  # fmt: skip
 
 
-def test_a_prefix_design_stays_additive_and_busy_is_the_default() -> None:
+def test_a_prefix_design_stays_additive_and_links_is_the_default_again() -> None:
     gpu = slow_chain(2)
     res = design(gpu, 2, "busy", design_kind="prefix")
     assert res.design["model"] == "additive" and "covariates" not in res.design  # type: ignore[attr-defined]
-    assert DEFAULT_DESIGN_MODEL == "busy"
+    assert DEFAULT_DESIGN_MODEL == "links"
 
 
 def test_the_report_names_the_busy_model_and_its_power() -> None:

@@ -131,12 +131,12 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(
                 "--design-model",
-                help="busy: also time each configuration kernel by kernel (CUPTI) and fit the energy of the "
-                "kernels' busy time beyond theirs in the whole step (the default since session 17; links where "
-                "CUPTI cannot trace); links: a cost per broken producer-consumer link instead (sessions 14-16); "
-                "additive: the energies alone.",
+                help="links: a cost per broken producer-consumer link fitted beside the energies (the "
+                "default); busy: also time each configuration kernel by kernel (CUPTI) and fit the energy of the "
+                "kernels' busy time beyond theirs in the whole step (no better than links on a held-out "
+                "transformer step, and fewer configurations per budget); additive: the energies alone.",
             ),
-        ] = "busy",
+        ] = "links",
         no_prime: Annotated[
             bool,
             typer.Option(

@@ -587,10 +587,10 @@ def run_replay(
     they took a transformer training step's random halves from 9 of 20 ending non-finite (primed alone) to 0,
     and its design to ρ̂ 5.2 %, Σ e + c0 +2.1 % of the step (docs/replay.md). ``design_replicates``: configurations
     measured twice (``"auto"``, the default since session 14: a fifth of the design's measurements; 0 or None:
-    none, as before). ``design_model``: ``busy`` (the default since session 17: each configuration timed kernel by
-    kernel with CUPTI, and the energy of the kernels' busy time beyond theirs in the whole step fitted beside the
-    energies; replay_busy.py; the links model where CUPTI cannot trace), ``links`` (the default of sessions 14–16: a
-    cost per broken producer→consumer link) or ``additive`` (as before).
+    none, as before). ``design_model``: ``links`` (the default: a cost per broken producer→consumer link fitted beside
+    the energies), ``busy`` (session 17's default: each configuration also timed kernel by kernel with CUPTI and the
+    energy of the kernels' busy time beyond theirs in the whole step fitted too; replay_busy.py; held out in session
+    18 it fitted no better than links) or ``additive`` (the energies alone).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError

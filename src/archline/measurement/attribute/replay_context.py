@@ -101,9 +101,11 @@ AUTO_REPLICATES_MIN = 8
 #: broken producer→consumer links (:func:`link_breaks`); ``busy`` (session 17), plus β·Z with Z the configuration's
 #: kernel busy time beyond the same kernels' in the whole step (replay_busy.py). A halves design only.
 DESIGN_MODELS = ("additive", "links", "busy")
-#: The design model of ``archline replay`` and ``archline.replay``: ``busy`` since session 17 (``links`` where no
-#: kernel can be timed), ``links`` in sessions 14–16.
-DEFAULT_DESIGN_MODEL = "busy"
+#: The design model of ``archline replay`` and ``archline.replay``: ``links`` (sessions 14–16, and again since
+#: session 18); ``busy`` was the default in session 17 only: held out on H100 GPU-c7661d05 it fitted the transformer's
+#: design no better than links refitted on the same configurations (√E[ρ²] 4.30 % against 4.41 %) and its timings
+#: cost a tenth of the design's configurations (docs/replay.md "Session 18").
+DEFAULT_DESIGN_MODEL = "links"
 #: Each covariate's term in the fitted formula (notes and reports).
 COVARIATE_TERM = {"broken_link_j": " + κ·links", "excess_busy_w": " + β·excess busy time"}
 
