@@ -78,6 +78,13 @@ def test_outputs_and_raw_traces_rebuild_the_same_result(small_run, tmp_path):
     again = reanalyze(tmp_path)
     for r in res.kernels:
         assert again.table[r.name].energy_j == pytest.approx(r.energy_j, rel=1e-6)
+    # a shipped run keeps its activities xz-compressed: read back the same
+    import lzma
+
+    plain = tmp_path / "raw" / "activities.csv"
+    (tmp_path / "raw" / "activities.csv.xz").write_bytes(lzma.compress(plain.read_bytes()))
+    plain.unlink()
+    assert load_raw(tmp_path).activities == raw.activities
 
 
 def test_activities_csv_round_trip(tmp_path):

@@ -110,3 +110,14 @@ def test_gzipped_csv_reads_like_plain(tmp_path: Path) -> None:
     write_csv(tmp_path / "r.csv", [{"a": 1, "b": "x"}])
     (tmp_path / "r.csv.gz").write_bytes(gzip.compress((tmp_path / "r.csv").read_bytes()))
     assert read_csv(tmp_path / "r.csv.gz") == read_csv(tmp_path / "r.csv")
+
+
+def test_xz_csv_reads_like_plain_and_a_corrupt_one_is_a_run_dir_error(tmp_path: Path) -> None:
+    import lzma
+
+    write_csv(tmp_path / "r.csv", [{"a": 1, "b": "x"}, {"a": 2.5, "b": "y"}])
+    (tmp_path / "r.csv.xz").write_bytes(lzma.compress((tmp_path / "r.csv").read_bytes()))
+    assert read_csv(tmp_path / "r.csv.xz") == read_csv(tmp_path / "r.csv") == [{"a": 1, "b": "x"}, {"a": 2.5, "b": "y"}]
+    (tmp_path / "bad.csv.xz").write_bytes(b"not xz at all")
+    with pytest.raises(RunDirError, match="bad.csv.xz: not a readable CSV file"):
+        read_csv(tmp_path / "bad.csv.xz")

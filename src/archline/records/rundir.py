@@ -12,6 +12,7 @@ import datetime as _dt
 import gzip
 import io
 import json
+import lzma
 import math
 import os
 import platform
@@ -197,15 +198,16 @@ def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a CSV written by :func:`write_csv`, converting numbers and booleans back."""
     p = Path(path)
     try:
-        # Large recorded tables may be shipped gzip-compressed (``.csv.gz``).
-        if p.suffix == ".gz":
-            with gzip.open(p, "rt", newline="", encoding="utf-8") as gz:
-                return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(gz)]
+        # Large recorded tables may be shipped compressed (``.csv.gz``, ``.csv.xz``).
+        if p.suffix in (".gz", ".xz"):
+            opener: Any = gzip.open if p.suffix == ".gz" else lzma.open
+            with opener(p, "rt", newline="", encoding="utf-8") as fz:
+                return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fz)]
         with p.open(newline="", encoding="utf-8") as fh:
             return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fh)]
     except FileNotFoundError:
         raise RunDirError(f"{p}: file not found") from None
-    except (csv.Error, UnicodeDecodeError, OSError, EOFError) as exc:
+    except (csv.Error, UnicodeDecodeError, OSError, EOFError, lzma.LZMAError) as exc:
         raise RunDirError(f"{p}: not a readable CSV file ({exc})") from None
 
 

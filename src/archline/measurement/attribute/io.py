@@ -133,13 +133,9 @@ def load_raw(directory: str | os.PathLike[str]) -> RawRun:
     if not (d / RECORDING_FILE).is_file():
         raise RunDirError(f"{d}: no {RECORDING_FILE}; not an archline run with raw traces")
     rec = load_recording(d / RECORDING_FILE)
-    gz = d / (ACTIVITIES_FILE + ".gz")  # shipped runs keep large timelines compressed
-    if (d / ACTIVITIES_FILE).is_file():
-        acts = read_activities(d / ACTIVITIES_FILE)
-    elif gz.is_file():
-        acts = read_activities(gz)
-    else:
-        acts = []
+    # shipped runs keep large timelines compressed (.gz, or .xz where a smaller checkout matters)
+    found = [p for p in (d / (ACTIVITIES_FILE + z) for z in ("", ".gz", ".xz")) if p.is_file()]
+    acts = read_activities(found[0]) if found else []
     info: dict[str, Any] = {}
     clock = None
     try:
