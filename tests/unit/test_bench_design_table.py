@@ -132,3 +132,14 @@ def test_the_session_16_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s16.txt").read_text().splitlines()
     assert [line.split()[1] for line in got[1:]] == ["resnet50cl", "transformer"]
+
+
+def test_the_session_18_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    s18 = ROOT / "results" / "h100" / "attribution-s18"
+    runs = [s18 / "heldout-busy-GPU-c7661d05", s18 / "heldout-links-GPU-4626eead", s18 / "adhoc-busy-resnet50-GPU-c7661d05"]
+    assert _load().main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s18.txt").read_text().splitlines()
+    # the ±15 % share of kernel energy: the links design's held-out run above the busy design's, as the docs say
+    share = {line.split()[0]: float(line.split()[-2]) for line in got[1:3]}
+    assert share["GPU-4626eead"] > share["GPU-c7661d05"]

@@ -81,3 +81,14 @@ def test_a_busy_design_prints_its_own_fit(tmp_path: Path, capsys: pytest.Capture
     cells = capsys.readouterr().out.splitlines()[1].split()
     assert float(cells[-1].rstrip("%")) == pytest.approx(100 * res.design["rho_fold"], abs=0.006)
     assert float(cells[-1].rstrip("%")) < float(cells[5].rstrip("%"))  # below the links fit's
+
+
+def test_the_busy_design_held_out_in_session_18_prints_its_docs_line(capsys: pytest.CaptureFixture[str]) -> None:
+    """The busy model's own √E[ρ²] beside links refitted on the same configurations (docs/replay.md "Session 18")."""
+    src = ROOT / "results/h100/attribution-s18/heldout-busy-GPU-c7661d05/transformer-replay"
+    assert design_time.main([str(src)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] in (ROOT / "docs/data/design_time_s18.txt").read_text().splitlines()
+    cells = out[1].split()
+    links, busy = float(cells[5].rstrip("%")), float(cells[-1].rstrip("%"))
+    assert abs(busy - links) < 0.5  # no better than links by more than half a point: why links is the default again

@@ -82,3 +82,18 @@ def test_bad_input_is_one_line_exit_2(
     assert mod.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("replay_across: ")
+
+
+@pytest.mark.parametrize(("board", "workload", "rc"), [("c7661d05", "transformer", 0), ("9a109897", "transformer", 0),
+                                                       ("4626eead", "resnet50", 1)])  # fmt: skip
+def test_the_session_18_pairs_print_their_docs_lines(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], board: str, workload: str, rc: int
+) -> None:
+    """Each shipped pair of separate processes prints what docs/data/replay_across_s18.txt holds (the transformer's
+    two H100 pairs pass, ResNet-50's groups are too noisy to judge)."""
+    d = ROOT / "results" / "h100" / f"replay-across-s18-GPU-{board}"
+    a, b = (d / run / workload for run in ("a", "b"))
+    assert mod.main([str(a), str(b)]) == rc
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert verdict in (ROOT / "docs" / "data" / "replay_across_s18.txt").read_text().splitlines()
+    assert ("PASS" in verdict) == (rc == 0)
