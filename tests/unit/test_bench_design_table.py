@@ -136,7 +136,11 @@ def test_the_session_16_runs_print_their_table_in_the_docs(capsys: pytest.Captur
 
 def test_the_session_18_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
     s18 = ROOT / "results" / "h100" / "attribution-s18"
-    runs = [s18 / "heldout-busy-GPU-c7661d05", s18 / "heldout-links-GPU-4626eead", s18 / "adhoc-busy-resnet50-GPU-c7661d05"]
+    runs = [
+        s18 / "heldout-busy-GPU-c7661d05",
+        s18 / "heldout-links-GPU-4626eead",
+        s18 / "adhoc-busy-resnet50-GPU-c7661d05",
+    ]
     assert _load().main([str(r) for r in runs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s18.txt").read_text().splitlines()

@@ -493,7 +493,7 @@ S16 = [
 def test_the_switch_table_in_the_docs_comes_from_the_shipped_runs(
     mod: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    paths = sorted(ROOT.glob("results/h*/bench/overhead-interleaved-s1*/*.json"))
+    paths = sorted(ROOT.glob("results/h*/bench/overhead-interleaved-s1[3-6]/*.json"))
     assert mod.main(["--switches", *map(str, paths)]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "switch_by_state_s16.txt").read_text().splitlines()
@@ -581,3 +581,13 @@ def test_the_switch_table_matches_each_period_to_its_excess_in_a_run_that_widene
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
     assert {r[3] for r in rows} <= {"on", "off", "between"} and sum(int(r[4]) for r in rows) == n
     assert all(r[6] != "-" for r in rows if r[3] in ("on", "off"))  # every period found its excess
+
+
+def test_the_session_18_decode_run_redoes_the_docs_figures(mod: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/attribution.md "Session 18": the decode loop's tracing share on H100 GPU-4626eead, and its sensors."""
+    path = ROOT / "results/h100/bench/overhead-interleaved-s18/overhead_interleaved-GPU-4626eead.json"
+    assert mod.main(["--summarize", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "DIFFERS" not in out
+    assert "+1.33 % [+0.10 .. +2.56 %]" in out and "133.2 ms per traced period" in out
+    assert "+9.06 % [-9.26 .. +34.87 %]" in out and "n=7 cycles" in out

@@ -108,3 +108,18 @@ def test_summarize_of_a_broken_file_is_one_line_exit_2(
     f.write_text("{}")
     assert mod.main(["--summarize", str(f)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_session_18_runs_redo_the_docs_table(mod: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/attribution.md "Session 18": one sampler against none, and 16, on two H100s; neither bounded to 3 %."""
+    d = Path(__file__).resolve().parents[2] / "results/h100/bench/sensor-contention-s18"
+    files = sorted(d.glob("sensor_contention-GPU-*.json"))
+    assert [f.name for f in files] == ["sensor_contention-GPU-2cc41057.json", "sensor_contention-GPU-c7661d05.json"]
+    assert mod.main(["--summarize", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    assert "one vs none: mean +0.54 % [-2.19 .. +3.71 %] UNRESOLVED" in out and "n=45 cycles" in out
+    assert "one vs none: mean -0.38 % [-3.95 .. +4.55 %] UNRESOLVED" in out and "n=11 cycles" in out
+    assert (
+        "x16 vs none: mean +0.41 % [-2.47 .. +3.33 %]" in out and "x16 vs none: mean +1.47 % [-2.79 .. +4.27 %]" in out
+    )
+    assert "PASS" not in out
