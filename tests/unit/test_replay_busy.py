@@ -194,10 +194,11 @@ def test_the_reference_is_traced_before_and_after_the_design_and_its_drift_repor
     res = design(gpu, 4, "busy", timer=drifting)
     d = res.design  # type: ignore[attr-defined]
     assert d["model"] == "busy" and 0.5 < d["busy_reference_drift_pct"] < 3.0
-    # warm-up, every configuration, the reference again: BUSY_REPLAYS replays each
+    # the groups' ranking (replay._ranking), the design's warm-up, every configuration, the reference again:
+    # BUSY_REPLAYS replays each
     from archline.measurement.attribute.replay_busy import BUSY_REPLAYS
 
-    assert calls["n"] == BUSY_REPLAYS * (d["configurations"] + 2)
+    assert calls["n"] == BUSY_REPLAYS * (d["configurations"] + 3)
     assert np.mean(coverage(res, in_step(gpu), 2.0)) >= 0.9
 
 

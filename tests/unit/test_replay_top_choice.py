@@ -355,3 +355,39 @@ def test_the_report_names_the_rho_folded_in_where_the_design_has_one() -> None:
     assert f"√E[ρ²] {100 * d['rho_fold']:.1f} %, folded into each σ" in design_text(d)
     old = {k: v for k, v in d.items() if k != "rho_fold"}  # a replay from before session 12
     assert "√E[ρ²]" not in design_text(old) and "95 % upper bound" in design_text(old)
+
+
+def test_without_a_design_the_groups_are_ranked_by_cuptis_busy_time_in_the_whole_step() -> None:
+    """Where a busy timer traces, the top groups are the longest by it (not by the host timings, which came out at
+    nothing on real boards): a timer that reports the 'mid' groups ten times longer makes them the top four, and
+    the note says what they were chosen by and what share of the step's busy time they hold."""
+    gpu = FakeGraphGPU(long_and_hot(), fixed_s=FIXED_S, fixed_w=FIXED_W)
+    calls = {"n": 0}
+
+    def timer(fn: Any) -> dict[str, float]:
+        calls["n"] += 1
+        return {k: v * (10.0 if k.startswith("mid") else 1.0) for k, v in gpu.busy_times(fn).items()}
+
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=timer)
+    assert isolated(res) == ["mid3", "mid2", "mid1", "mid0"] and calls["n"] >= 1
+    note = choice_note(res)
+    assert "the largest by busy time in the whole step (CUPTI)" in note and "of the step's kernel busy time" in note
+    share = float(note.split("CUPTI), ")[1].split("%")[0])
+    busy = {n.name: n.time_s * (10.0 if n.name.startswith("mid") else 1.0) for n in long_and_hot()}
+    assert share == pytest.approx(100 * sum(v for k, v in busy.items() if k.startswith("mid")) / sum(busy.values()),
+                                  abs=0.5)  # fmt: skip
+
+
+def test_a_busy_timer_that_cannot_trace_falls_back_to_the_host_timings_with_a_note() -> None:
+    from archline.errors import CUPTIUnavailableError
+
+    gpu = FakeGraphGPU(long_and_hot(), fixed_s=FIXED_S, fixed_w=FIXED_W)
+
+    def broken(fn: Any) -> dict[str, float]:
+        raise CUPTIUnavailableError("no CUPTI here")
+
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=broken)
+    assert isolated(res) == ["long3", "long2", "long1", "long0"]  # the host timings' order, as without a timer
+    assert BY_TIME in choice_note(res)
+    assert any("ranked by their isolated time on the host: CUPTI did not trace" in n and "no CUPTI here" in n
+               for n in res.notes)  # fmt: skip

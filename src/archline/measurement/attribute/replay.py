@@ -215,7 +215,7 @@ class _Trials:
         return Energy(e.energy_j - copy.energy_j, math.hypot(e.sigma_j, copy.sigma_j), e.time_s - copy.time_s,
                       e.nonfinite)  # fmt: skip
 
-    def busy(self, nodes: Sequence[int]) -> list[dict[str, float]]:
+    def busy(self, nodes: Sequence[int] | None) -> list[dict[str, float]]:
         """Each kernel name's busy time in each of :data:`BUSY_REPLAYS` traced replays with ``nodes`` enabled (s;
         replay_busy.py), only the names of the graph's own kernel nodes. Primed once (no sensor to settle) and
         restored before each replay, as a measurement is; the state copy runs before the traced replay, so its
@@ -414,13 +414,14 @@ def replay_energy(
     t = _Trials(graph, measure, on_trial, clock, prime, busy_timer)
     try:
         times = _time_groups(t, plan, clock, timing_replays)
+        ranking, ranked_by, rank_note = _ranking(t, plan, times)
         ctx = None
         if design is not None:
             ctx = _run_design(
-                t, plan, times, design, design_seed, design_budget_s, design_kind, design_p_on, design_replicates,
+                t, plan, ranking, design, design_seed, design_budget_s, design_kind, design_p_on, design_replicates,
                 design_model,
             )  # fmt: skip
-        chosen, by = _choose(plan, times, ctx, top)
+        chosen, by = _choose(plan, ranking, ctx, top, ranked_by)
         others = [i for g in plan.measurable if g not in chosen for i in plan.groups[g]]
         passes = [_measure_repeat(t, plan, chosen, others, marginal) for _ in range(repeats)]
         whole, _, _ = mean_of_runs([p[0] for p in passes])
@@ -450,7 +451,9 @@ def replay_energy(
         for name, why in {**plan.blocked, **plan.failed}.items():
             res.rows.append(_unmeasured(name, graph.nodes[plan.groups[name][0]].kind, len(plan.groups[name]), why))
         fixed = any(r.group == FIXED for r in res.rows)
-        res.notes += _notes(plan, switching, chosen, times, repeats, fixed=fixed, by=by)
+        res.notes += _notes(plan, switching, chosen, ranking, repeats, fixed=fixed, by=by, ranked_by=ranked_by)
+        if rank_note:
+            res.notes.append(rank_note)
         if ctx is not None:
             _add_context(res, t, plan, times, ctx)
         res.rows = [replace(r, group_time_s=_group_time(r, times, bases)) if r.group in times else r for r in res.rows]
@@ -488,20 +491,49 @@ def _run_design(
     )  # fmt: skip
 
 
-def _choose(plan: _Plan, times: Mapping[str, float], ctx: ContextResult | None, top: int) -> tuple[list[str], str]:
+#: What :func:`_ranking` ranks groups by where CUPTI traced the whole step.
+BY_BUSY = "busy time in the whole step (CUPTI)"
+#: ... and where it did not: each group's replay alone, timed on the host.
+BY_ISOLATED = "isolated time"
+
+
+def _ranking(t: _Trials, plan: _Plan, times: Mapping[str, float]) -> tuple[dict[str, float], str, str | None]:
+    """How long each measurable group runs, to rank them by (the design's factor order, the top groups where no
+    design ran): each kernel group's busy time in the whole step, from :data:`BUSY_REPLAYS` replays traced by CUPTI
+    (their mean; copies keep their host time), where a busy timer is given and it traces; else the host timings.
+    Timed on the host one by one, under priming and the state copy, every group of the H100 runs of sessions 10–18
+    came out at nothing, so without a design the top groups were the first in capture order. Returns the times, what
+    they are, and a note where CUPTI could not trace."""
+    if t.busy_timer is None:
+        return dict(times), BY_ISOLATED, None
+    try:
+        traces = t.busy(None)
+    except (ArchlineError, GraphError) as exc:
+        why = f"CUPTI did not trace ({exc})"
+        return dict(times), BY_ISOLATED, f"groups ranked by their isolated time on the host: {why}"
+    busy = {g: sum(tr.get(g, 0.0) for tr in traces) / len(traces) for g in times}
+    kernels = [g for g in times if t.graph.nodes[plan.groups[g][0]].kind == "kernel"]
+    if not any(busy[g] > 0.0 for g in kernels):
+        return dict(times), BY_ISOLATED, "groups ranked by their isolated time on the host: CUPTI traced no kernel"
+    return {g: busy[g] if g in kernels else times[g] for g in times}, BY_BUSY, None
+
+
+def _choose(
+    plan: _Plan, times: Mapping[str, float], ctx: ContextResult | None, top: int, ranked_by: str = BY_ISOLATED
+) -> tuple[list[str], str]:
     """The groups measured one by one: the ``top`` largest by in-step energy where a design gave them (groups it
-    lumped or could not fit come after, by time), else by isolated time; and what they were chosen by."""
+    lumped or could not fit come after, by time), else by time (``ranked_by``: :func:`_ranking`); and what they were
+    chosen by."""
     timed = sorted(plan.measurable, key=lambda g: -times.get(g, 0.0))
     if ctx is None or not ctx.values:
-        return timed[:top], "isolated time"
+        return timed[:top], ranked_by
     fitted = sorted((g for g in plan.measurable if g in ctx.values), key=lambda g: -ctx.values[g][0])
     chosen = (fitted + [g for g in timed if g not in ctx.values])[:top]
     by_time = sum(1 for g in chosen if g not in ctx.values)
     if not by_time:
         return chosen, "in-step energy (the design)"
     return chosen, (
-        f"in-step energy (the design), then {by_time} by isolated time (groups the design lumped together or "
-        "did not fit)"
+        f"in-step energy (the design), then {by_time} by {ranked_by} (groups the design lumped together or did not fit)"
     )
 
 
@@ -518,11 +550,12 @@ def _add_context(res: ReplayResult, t: _Trials, plan: _Plan, times: Mapping[str,
 
 def _notes(
     plan: _Plan, switching: Switching, chosen: list[str], times: dict[str, float], repeats: int, fixed: bool = False,
-    by: str = "isolated time",
+    by: str = BY_ISOLATED, ranked_by: str = BY_ISOLATED,
 ) -> list[str]:  # fmt: skip
     measurable = plan.measurable
     total = sum(times.values())
-    covered = f", {sum(times.get(g, 0.0) for g in chosen) / total:.0%} of the isolated time" if total > 0 else ""
+    share = {BY_BUSY: "the step's kernel busy time"}.get(ranked_by, f"the {ranked_by}")
+    covered = f", {sum(times.get(g, 0.0) for g in chosen) / total:.0%} of {share}" if total > 0 else ""
     notes = [
         f"{len(chosen)} of {len(measurable)} measurable groups measured one by one, the largest by {by}"
         f"{covered}; the rest as one group",
@@ -613,12 +646,12 @@ def run_replay(
             between=graph.restore_state,
         )  # fmt: skip
 
-    busy_timer: BusyTimer | None = None
-    if design_model == "busy":
-        from archline.hw.cupti.busy import kernel_busy_s
+    # every replay ranks its groups by their busy time in the whole step where CUPTI traces (_ranking); the busy
+    # design model also times each configuration with it
+    from archline.hw.cupti.busy import kernel_busy_s
 
-        def busy_timer(fn: Callable[[], None]) -> Mapping[str, float]:
-            return kernel_busy_s(fn, synchronize=graph.synchronize)
+    def busy_timer(fn: Callable[[], None]) -> Mapping[str, float]:
+        return kernel_busy_s(fn, synchronize=graph.synchronize)
 
     try:
         res = replay_energy(
