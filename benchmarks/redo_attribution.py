@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{d / 'manifest.json'}: cannot read ({exc})", file=sys.stderr)
         return 2
     gpu = manifest.get("gpu") or {}
-    if not (d / ACTIVITIES_FILE).is_file() and not (d / (ACTIVITIES_FILE + ".gz")).is_file():
+    if not any((d / (ACTIVITIES_FILE + z)).is_file() for z in ("", ".gz", ".xz")):
         if not a.cupti:
             print(f"{d}: no raw/activities.csv; give the raw CUPTI trace with --cupti", file=sys.stderr)
             return 2

@@ -61,3 +61,21 @@ def test_bad_input_is_one_line_and_exit_2(redo: ModuleType, tmp_path: Path, caps
         f.unlink()
     assert redo.main([str(d)]) == 2
     assert "give the raw CUPTI trace with --cupti" in capsys.readouterr().err
+
+
+def test_a_run_whose_activities_are_xz_compressed_is_redone_without_its_trace(
+    redo: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Shipped runs may keep their activities as .csv.xz (session 18): no --cupti needed, the same rows."""
+    import lzma
+
+    d = tmp_path / "run"
+    shutil.copytree(RUN, d)
+    plain = d / "raw" / "activities.csv"
+    assert redo.main([str(d), "--json"]) == 0
+    before = capsys.readouterr().out
+    (d / "raw" / "activities.csv.xz").write_bytes(lzma.compress(plain.read_bytes()))
+    plain.unlink()
+    assert redo.main([str(d), "--json"]) == 0
+    after = capsys.readouterr().out
+    assert json.loads(after[after.index("{") :]) == json.loads(before[before.index("{") :])

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from archline.cli.app import app
 from archline.measurement.attribute.replay import LUMPED, PINNED, REST, ReplayResult, replay_energy
+from archline.measurement.attribute.replay_busy import BUSY_REPLAYS
 from archline.measurement.attribute.replay_context import FOLD, FOLD_P, ContextResult, fold_sigma, set_step
 from archline.measurement.attribute.replay_result import FIXED
 from tests.helpers.fake_graph import FakeCall, FakeGraphGPU, FakeNode, NoisyMeasure, write_fake_replay
@@ -369,9 +370,9 @@ def test_without_a_design_the_groups_are_ranked_by_cuptis_busy_time_in_the_whole
         return {k: v * (10.0 if k.startswith("mid") else 1.0) for k, v in gpu.busy_times(fn).items()}
 
     res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=timer)
-    assert isolated(res) == ["mid3", "mid2", "mid1", "mid0"] and calls["n"] >= 1
+    assert isolated(res) == ["mid3", "mid2", "mid1", "mid0"] and calls["n"] == BUSY_REPLAYS
     note = choice_note(res)
-    assert "the largest by busy time in the whole step (CUPTI)" in note and "of the step's kernel busy time" in note
+    assert "the largest by busy time in the whole step (CUPTI)" in note and "of the step's busy time" in note
     share = float(note.split("CUPTI), ")[1].split("%")[0])
     busy = {n.name: n.time_s * (10.0 if n.name.startswith("mid") else 1.0) for n in long_and_hot()}
     assert share == pytest.approx(100 * sum(v for k, v in busy.items() if k.startswith("mid")) / sum(busy.values()),
@@ -391,3 +392,55 @@ def test_a_busy_timer_that_cannot_trace_falls_back_to_the_host_timings_with_a_no
     assert BY_TIME in choice_note(res)
     assert any("ranked by their isolated time on the host: CUPTI did not trace" in n and "no CUPTI here" in n
                for n in res.notes)  # fmt: skip
+
+
+def test_with_every_host_timing_at_nothing_the_busy_time_still_ranks_groups_and_the_designs_factors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As on the real boards: every host timing 0. Without a timer the top groups are then the first in capture
+    order; with one, the longest by busy time, and a design too small for every group lumps the shortest by it."""
+    import archline.measurement.attribute.replay as replay_mod
+
+    monkeypatch.setattr(replay_mod, "_time_groups", lambda t, plan, clock, n: {g: 0.0 for g in plan.measurable})
+    nodes = long_and_hot()
+    gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+    plain = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False)
+    assert isolated(plain) == ["long0", "long1", "long2", "long3"]  # capture order: what session 18's runs measured
+    gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=gpu.busy_times)
+    assert isolated(res) == ["long3", "long2", "long1", "long0"]
+    gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+    small = replay_energy(gpu, NoisyMeasure(gpu, seed=2), gpu.clock, top=5, marginal=False, design=10, design_seed=4,
+                          busy_timer=gpu.busy_times)  # fmt: skip
+    assert small.design is not None and small.design["factors"] == 4
+    assert set(small.design["lumped_groups"]) == {n.name for n in nodes} - {"long3", "long2", "long1"}
+
+
+@pytest.mark.parametrize(
+    ("rename", "why"),
+    [
+        (lambda k: k + "_v2", "CUPTI traced no kernel"),
+        (lambda k: k + "_v2" if k == "hot0" else k, "gave no time to 1 of 12"),
+    ],
+)
+def test_names_cupti_does_not_give_as_captured_fall_back_to_the_host_timings(rename: Any, why: str) -> None:
+    gpu = FakeGraphGPU(long_and_hot(), fixed_s=FIXED_S, fixed_w=FIXED_W)
+
+    def timer(fn: Any) -> dict[str, float]:
+        return {rename(k): v for k, v in gpu.busy_times(fn).items()}
+
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=timer)
+    assert isolated(res) == ["long3", "long2", "long1", "long0"] and BY_TIME in choice_note(res)
+    assert any(n.startswith("groups ranked by their isolated time on the host: CUPTI") and why in n for n in res.notes)
+
+
+def test_a_plain_exception_from_the_tracer_falls_back_too() -> None:
+    """cupti-python raises its own errors as plain Exceptions: the ranking falls back, the replay goes on."""
+    gpu = FakeGraphGPU(long_and_hot(), fixed_s=FIXED_S, fixed_w=FIXED_W)
+
+    def broken(fn: Any) -> dict[str, float]:
+        raise Exception("CUPTI_ERROR_NOT_INITIALIZED")
+
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=broken)
+    assert isolated(res) == ["long3", "long2", "long1", "long0"]
+    assert any("CUPTI did not trace (Exception: CUPTI_ERROR_NOT_INITIALIZED)" in n for n in res.notes)

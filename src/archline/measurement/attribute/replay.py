@@ -395,8 +395,8 @@ def replay_energy(
     dependence (replay_context.run_context). Off here by default; :func:`run_replay` measures ``"auto"``.
     ``design_model``: ``additive``, ``links`` (a cost per broken producer→consumer link fitted beside the
     energies; replay_context.link_breaks) or ``busy`` (the energy of the kernels' busy time beyond theirs in the
-    whole step, each configuration timed by ``busy_timer``; replay_busy.py): ``additive`` here by default, ``busy``
-    in :func:`run_replay`.
+    whole step, each configuration timed by ``busy_timer``; replay_busy.py): ``additive`` here by default, ``links``
+    in :func:`run_replay`. ``busy_timer``, where given, also ranks the groups (:func:`_ranking`).
     """
     check_design(design)
     check_replicates(design_replicates)
@@ -506,15 +506,23 @@ def _ranking(t: _Trials, plan: _Plan, times: Mapping[str, float]) -> tuple[dict[
     they are, and a note where CUPTI could not trace."""
     if t.busy_timer is None:
         return dict(times), BY_ISOLATED, None
+    host = "groups ranked by their isolated time on the host"
     try:
         traces = t.busy(None)
-    except (ArchlineError, GraphError) as exc:
-        why = f"CUPTI did not trace ({exc})"
-        return dict(times), BY_ISOLATED, f"groups ranked by their isolated time on the host: {why}"
+    except Exception as exc:
+        # a ranking only: any failure to trace (cupti-python's own errors are plain Exceptions) falls back to the
+        # host timings, with a note, and the replay goes on
+        return dict(times), BY_ISOLATED, f"{host}: CUPTI did not trace ({type(exc).__name__}: {exc})"
     busy = {g: sum(tr.get(g, 0.0) for tr in traces) / len(traces) for g in times}
     kernels = [g for g in times if t.graph.nodes[plan.groups[g][0]].kind == "kernel"]
-    if not any(busy[g] > 0.0 for g in kernels):
-        return dict(times), BY_ISOLATED, "groups ranked by their isolated time on the host: CUPTI traced no kernel"
+    missing = [g for g in kernels if not busy[g] > 0.0]
+    if missing:  # as replay_busy: a name CUPTI gives otherwise would rank last, whatever its size
+        why = (
+            "traced no kernel"
+            if len(missing) == len(kernels)
+            else (f"gave no time to {len(missing)} of {len(kernels)} kernel groups (names not as captured?)")
+        )
+        return dict(times), BY_ISOLATED, f"{host}: CUPTI {why}"
     return {g: busy[g] if g in kernels else times[g] for g in times}, BY_BUSY, None
 
 
@@ -554,7 +562,7 @@ def _notes(
 ) -> list[str]:  # fmt: skip
     measurable = plan.measurable
     total = sum(times.values())
-    share = {BY_BUSY: "the step's kernel busy time"}.get(ranked_by, f"the {ranked_by}")
+    share = {BY_BUSY: "the step's busy time (copies timed on the host)"}.get(ranked_by, f"the {ranked_by}")
     covered = f", {sum(times.get(g, 0.0) for g in chosen) / total:.0%} of {share}" if total > 0 else ""
     notes = [
         f"{len(chosen)} of {len(measurable)} measurable groups measured one by one, the largest by {by}"
