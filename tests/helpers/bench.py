@@ -8,6 +8,11 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Session 18's shipped attribution run sets, in the order docs/data/*_s18.txt list them.
+S18_RUN_SETS = [
+    ROOT / "results" / "h100" / "attribution-s18" / name
+    for name in ("heldout-busy-GPU-c7661d05", "heldout-links-GPU-4626eead", "adhoc-busy-resnet50-GPU-c7661d05")
+]
 
 
 def load_bench(name: str) -> ModuleType:

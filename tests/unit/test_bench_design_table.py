@@ -9,7 +9,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.helpers.bench import load_bench
+from tests.helpers.bench import S18_RUN_SETS, load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 S9 = ROOT / "results" / "h100" / "attribution-s9"
@@ -135,12 +135,7 @@ def test_the_session_16_runs_print_their_table_in_the_docs(capsys: pytest.Captur
 
 
 def test_the_session_18_runs_print_their_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
-    s18 = ROOT / "results" / "h100" / "attribution-s18"
-    runs = [
-        s18 / "heldout-busy-GPU-c7661d05",
-        s18 / "heldout-links-GPU-4626eead",
-        s18 / "adhoc-busy-resnet50-GPU-c7661d05",
-    ]
+    runs = S18_RUN_SETS
     assert _load().main([str(r) for r in runs]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s18.txt").read_text().splitlines()

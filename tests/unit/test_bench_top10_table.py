@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.bench import load_bench
+from tests.helpers.bench import S18_RUN_SETS, load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,12 +75,7 @@ def test_the_session_16_run_sets_print_their_docs_table(capsys: pytest.CaptureFi
 
 
 def test_the_session_18_run_sets_print_their_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
-    s18 = ROOT / "results" / "h100" / "attribution-s18"
-    sets = [
-        s18 / "heldout-busy-GPU-c7661d05",
-        s18 / "heldout-links-GPU-4626eead",
-        s18 / "adhoc-busy-resnet50-GPU-c7661d05",
-    ]
+    sets = S18_RUN_SETS
     assert load_bench("top10_table").main([str(p) for p in sets]) == 0
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "top10_table_s18.txt").read_text().splitlines()
