@@ -43,3 +43,29 @@ def test_kernel_busy_s_of_a_replay_names_the_graphs_kernels() -> None:
         g.set_enabled(None)
     finally:
         g.close()
+
+
+def test_a_replay_ranks_its_groups_by_cuptis_busy_time() -> None:
+    """archline.replay without a design: the top groups are the longest by CUPTI's busy time in the whole step (the
+    host timings came out at nothing on the H100s of sessions 10-18), and the note says so."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("cupti")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from archline.measurement.attribute.replay import REST, run_replay
+
+    big = torch.nn.Linear(4096, 4096).cuda()
+    small = torch.nn.Linear(64, 64).cuda()
+    x, y = torch.randn(4096, 4096, device="cuda"), torch.randn(64, 64, device="cuda")
+
+    def step() -> None:
+        small(y).relu_()  # captured first: capture order would choose it
+        big(x).relu_()
+
+    res = run_replay(step, gpu=0, top=1, marginal=False, max_total_s=0.5, design_replicates=None)
+    note = next(n for n in res.notes if "measured one by one, the largest by" in n)
+    assert "the largest by busy time in the whole step (CUPTI)" in note, res.notes
+    rows = {r.group: r for r in res.rows}
+    chosen = [r for g, r in rows.items() if r.measurable and r.energy_j == r.energy_j and not g.startswith("[")]
+    # the 4096² GEMM, not the first kernel captured: alone it draws more than every other node together
+    assert len(chosen) == 1 and chosen[0].energy_j > rows[REST].energy_j, res.rows
