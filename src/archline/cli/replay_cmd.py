@@ -87,7 +87,9 @@ def register(app: typer.Typer) -> None:
         top: Annotated[
             int,
             typer.Option(
-                "--top", help="Groups measured one by one (largest in-step energies with --design, else longest)."
+                "--top",
+                help="Groups measured one by one (largest in-step energies with --design, else longest by CUPTI "
+                "busy time).",
             ),
         ] = 8,
         no_marginal: Annotated[bool, typer.Option("--no-marginal", help="Skip the marginal energies.")] = False,
