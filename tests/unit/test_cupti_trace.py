@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -471,11 +472,16 @@ int main(int argc, char **argv) {
   strcpy(name_a, "reused_name");  /* a module unloaded, its name's memory reused */
   p = put(again, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, t + 30000000, name_a);
   buffer_completed(NULL, 0, again, size, (size_t)(p - again));
-  /* Let the flusher (and the duty cycle) run, making CUDA "calls" if asked. */
-  uint64_t until = monotonic_ns() + (argc > 2 ? 95000000ull : 20000000ull);
+  /* Let the flusher (and the duty cycle) run, making CUDA "calls" if asked: at least 20 ms (95 ms with a duty
+   * cycle), then until the duty cycle has switched off $HARNESS_OFFS times (a busy machine's scheduling stretches
+   * the periods: a test that needs switches waits for them, not for a time; 20 s at most). */
+  const char *offs_env = getenv("HARNESS_OFFS");
+  int offs = offs_env != NULL ? atoi(offs_env) : 0;
+  uint64_t start = monotonic_ns(), until = start + (argc > 2 ? 95000000ull : 20000000ull);
   CUpti_CallbackData cb;
   memset(&cb, 0, sizeof cb);
-  while (monotonic_ns() < until) {
+  while (monotonic_ns() < until ||
+         (__atomic_load_n(&trace_offs, __ATOMIC_ACQUIRE) < offs && monotonic_ns() < start + 20000000000ull)) {
     struct timespec ms = {0, 1000000};
     nanosleep(&ms, NULL);
     if (!calls) continue;
@@ -504,12 +510,14 @@ def _harness(tmp_path):
     return exe
 
 
-def _run_harness(tmp_path, *args: str):
-    """Build and run the harness with ``args`` after its output folder: (trace, the stubs' counters)."""
+def _run_harness(tmp_path, *args: str, offs: int = 0):
+    """Build and run the harness with ``args`` after its output folder: (trace, the stubs' counters). ``offs``: run
+    on until the duty cycle has switched off that many times (20 s at most)."""
     exe = _harness(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "RANK": "3", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "CUDA_VISIBLE_DEVICES": "2,0"}
+    env["HARNESS_OFFS"] = str(offs)
     res = subprocess.run([str(exe), str(out), *args], check=True, timeout=60, capture_output=True, text=True, env=env)
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("finalize="))
     return read_injection_output(out), {k: int(v) for k, v in (f.split("=") for f in line.split())}
@@ -517,19 +525,20 @@ def _run_harness(tmp_path, *args: str):
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_injection_library_marks_its_duty_cycle(tmp_path):
-    trace, n = _run_harness(tmp_path, "10,30", "disable")
+    trace, n = _run_harness(tmp_path, "10,30", "disable", offs=3)
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is not None and len(trace.traced) >= 3
+    # 10 ms on, 20 ms off: never shorter; a busy machine can delay a switch, so the typical period is judged
     ons = [b - a for a, b in trace.traced[:-1]]
-    assert all(0.009 < d < 0.03 for d in ons), ons
+    assert all(d > 0.009 for d in ons) and statistics.median(ons) < 0.03, ons
     gaps = [b[0] - a[1] for a, b in zip(trace.traced, trace.traced[1:], strict=False)]
-    assert all(0.015 < g < 0.06 for g in gaps), gaps
+    assert all(g > 0.015 for g in gaps) and statistics.median(gaps) < 0.06, gaps
     assert n["finalize"] == 0 and trace.detach_s == []
 
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
-    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls")
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", offs=3)
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is not None and len(trace.traced) >= 3
     # Every off-switch detached CUPTI, on the program's own thread; every on-switch attached it
@@ -538,9 +547,10 @@ def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
     assert n["subscribe"] in (n["finalize"], n["finalize"] + 1)
     assert n["finalize_off_main"] == 0 and n["calls_detached"] == 0
     # The request waits out the 10 ms settle, then the next "call" (1 ms apart) detaches.
-    assert all(0 <= w < 0.05 for w in trace.detach_wait_s), trace.detach_wait_s
+    waits = trace.detach_wait_s
+    assert all(w >= 0 for w in waits) and statistics.median(waits) < 0.05, waits
     ons = [b - a for a, b in trace.traced[:-1]]
-    assert all(0.009 < d < 0.03 for d in ons), ons
+    assert all(d > 0.009 for d in ons) and statistics.median(ons) < 0.03, ons
     # End clock pairs come from the last detach: the clock map spans most of the run.
     assert trace.clocks[0].span_s > 0.03
 
@@ -549,13 +559,14 @@ def test_duty_cycle_detaches_cupti_at_the_programs_next_cuda_call(tmp_path):
 def test_automatic_duty_cycle_cycles_a_launch_bound_program(tmp_path):
     # 10 004 kernels within 10 ms of their own timestamps: far above 1000 launches/s over the 80 ms
     # window, so tracing cycles and detaches.
-    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "80,1000")
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "1000,1000", offs=2)
     assert trace.errors == [] and len(trace.records) == 10004
     assert trace.traced is not None and len(trace.traced) >= 2
-    # The probe fired on the first buffer's records, not at the end of its 80 ms window: the first
+    # The probe fired on the first buffer's records, not at the end of its 1 s window: the first
     # off-switch follows at once (the harness delivers that buffer as it starts). The window is long so
-    # that a busy machine's scheduling delay (tens of ms) cannot blur "at once" into "at the window's end".
-    assert trace.traced[0][1] - trace.traced[0][0] < 0.05
+    # that a busy machine's scheduling delay (an 80 ms window was once blurred by 64 ms) cannot blur "at once"
+    # into "at the window's end".
+    assert trace.traced[0][1] - trace.traced[0][0] < 0.5
     assert n["finalize"] >= 1
     # While probing, CUPTI got small buffers, so records (and the decision) come within ~5 000 launches.
     assert n["first_buffer"] == 1 << 20
@@ -585,13 +596,13 @@ def test_automatic_duty_cycle_counts_by_the_records_own_time(tmp_path):
     trace, n = _run_harness(tmp_path, "10,30", "detach", "calls", "20,600000")
     assert trace.traced is None and n["finalize"] == 0
     (tmp_path / "b").mkdir()
-    trace, n = _run_harness(tmp_path / "b", "10,30", "detach", "calls", "20,400000")
+    trace, n = _run_harness(tmp_path / "b", "10,30", "detach", "calls", "20,400000", offs=2)
     assert trace.traced is not None and n["finalize"] >= 1
 
 
 @pytest.mark.skipif(not _cupti_available(), reason="CUPTI headers or a C compiler are not installed")
 def test_duty_cycle_without_cuda_calls_stays_attached_and_exits(tmp_path):
-    trace, n = _run_harness(tmp_path, "10,30", "detach", "quiet")
+    trace, n = _run_harness(tmp_path, "10,30", "detach", "quiet", offs=1)
     # No CUDA call ever came to detach at: tracing still switched (kinds disabled), nothing hung.
     assert n["finalize"] == 0 and trace.detach_s == [] and trace.errors == []
     assert trace.traced is not None and len(trace.traced) >= 1 and len(trace.records) == 10004

@@ -743,6 +743,9 @@ static int subscribe(void) {
 
 static int start_tracing(void);
 
+/* Off-switches made so far (atomic): the CPU tests' harness waits for enough of them instead of a fixed time. */
+static int trace_offs = 0;
+
 static void set_tracing(int on) {
   /* On: enable, then stamp (all after the stamp is traced). Off: stamp, then disable. */
   if (!on && !attached) return; /* nothing to switch off, and no CUPTI call while detached */
@@ -764,6 +767,7 @@ static void set_tracing(int on) {
   if (on) cuptiGetTimestamp(&stamp);
   mark(on ? CHUNK_TRACE_ON : CHUNK_TRACE_OFF, stamp, took);
   if (!on && duty_detach && subscriber != NULL && detach()) attached = 0;
+  if (!on) __atomic_add_fetch(&trace_offs, 1, __ATOMIC_RELEASE);
 }
 
 /* Automatic duty cycle ($ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE"): trace in full until the records
