@@ -766,8 +766,8 @@ static void set_tracing(int on) {
   uint64_t took = monotonic_ns() - t0;
   if (on) cuptiGetTimestamp(&stamp);
   mark(on ? CHUNK_TRACE_ON : CHUNK_TRACE_OFF, stamp, took);
+  if (!on) __atomic_add_fetch(&trace_offs, 1, __ATOMIC_RELEASE); /* marked (a detach may then wait for a call) */
   if (!on && duty_detach && subscriber != NULL && detach()) attached = 0;
-  if (!on) __atomic_add_fetch(&trace_offs, 1, __ATOMIC_RELEASE);
 }
 
 /* Automatic duty cycle ($ARCHLINE_CUPTI_DUTY_AUTO="PROBE_MS,RATE"): trace in full until the records
