@@ -97,3 +97,20 @@ def test_the_session_18_pairs_print_their_docs_lines(
     verdict = capsys.readouterr().out.splitlines()[-1]
     assert verdict in (ROOT / "docs" / "data" / "replay_across_s18.txt").read_text().splitlines()
     assert ("PASS" in verdict) == (rc == 0)
+
+
+@pytest.mark.parametrize("workload", ["transformer", "resnet50"])
+def test_the_session_19_pairs_of_the_largest_groups_print_their_docs_lines(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], workload: str
+) -> None:
+    """Session 19's pairs (H100 GPU-346936bb), the five groups ranked by CUPTI's busy time in the whole step: both
+    pass, and each run's note says how the groups were ranked."""
+    d = ROOT / "results" / "h100" / "replay-across-s19-GPU-346936bb"
+    a, b = (d / run / workload for run in ("a", "b"))
+    assert mod.main([str(a), str(b)]) == 0
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert "PASS" in verdict and "0 of 5 groups outside 3 %" in verdict
+    assert verdict in (ROOT / "docs" / "data" / "replay_across_s19.txt").read_text().splitlines()
+    for run in (a, b):
+        notes = json.loads((run / "replay.json").read_text())["notes"]
+        assert any("the largest by busy time in the whole step (CUPTI)" in n for n in notes)
