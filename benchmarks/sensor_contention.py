@@ -15,7 +15,9 @@ measures the program's side of that directly, on the most driver-bound loop ther
 states, ``--half-s`` each, the order rotating from cycle to cycle: ``none``; ``one``, archline's sensors as
 ``archline run`` records them (``Attribution(trace=False)``, the energy counter and the power buffer); and ``xK``,
 those plus K - 1 bare samplers (``overhead_interleaved.BareSampler``), a dose. Switching states falls between
-halves.
+halves. ``--copies 1`` leaves the dose out: none and one alone, so in the same time twice as many cycles of the
+default's figure, its two halves always adjacent (session 19: the halves' means follow the host with a lag-one
+autocorrelation of 0.34-0.67 in session 18's runs, so pairs close in time cancel more of it).
 
 Figures: per half, the iterations that start inside it: their count, mean, and (from a log-spaced histogram) median
 and 99th percentile. Per full cycle, each sensor state's mean over the cycle's ``none`` mean, minus 1; the cycles'
@@ -226,6 +228,12 @@ def child(seconds: float, out: Path, cpus: list[int]) -> int:
     return 0
 
 
+def states_for(copies: int) -> list[str]:
+    """The sensor states a run cycles through: none, one and the dose x``copies``; none and one alone where
+    ``copies`` is 1 (twice the cycles of none against one in the same time, the pair always adjacent)."""
+    return [NONE, ONE] if copies == 1 else [NONE, ONE, f"x{copies}"]
+
+
 @contextlib.contextmanager
 def state_of(state: str, gpu: int, copies: int) -> Iterator[None]:
     """The sensors of one state: none, archline's (one), or those and copies - 1 bare samplers."""
@@ -240,7 +248,7 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
     """Run the child and cycle the sensors' states; every half's figures (the raw iterations are summarised)."""
     from archline.errors import ArchlineError
 
-    states = [NONE, ONE, f"x{copies}"]
+    states = states_for(copies)
     with tempfile.TemporaryDirectory(prefix="archline-contention-") as tmp:
         out = Path(tmp) / "iterations.npz"
         cmd = [sys.executable, __file__, "--child", "--seconds", repr(seconds), "--child-out", str(out),
@@ -307,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = _Parser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--seconds", type=float, default=90.0, help="the child's timed loop (s)")
     ap.add_argument("--half-s", type=float, default=2.0, help="each state's half (s)")
-    ap.add_argument("--copies", type=int, default=16, help="samplers in the dosed state")
+    ap.add_argument("--copies", type=int, default=16, help="samplers in the dosed state (1: no dosed state)")
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--cpus", default="auto", help="the child's CPUs (auto: the upper half of this process's)")
     ap.add_argument("--json", type=Path, default=None, help="write every half's figures here")
@@ -336,11 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     problem = None
     if not (math.isfinite(a.half_s) and a.half_s > 0):
         problem = "--half-s must be a positive number of seconds"
-    elif not (math.isfinite(a.seconds) and a.seconds >= MIN_N * (3 * a.half_s + 3 * SWITCH_S)):
-        problem = (f"--seconds must be at least {MIN_N} x (3 x --half-s + {3 * SWITCH_S:g}): {MIN_N} full cycles of "
-                   f"three states, each switch about {SWITCH_S:g} s")  # fmt: skip
-    elif not 2 <= a.copies <= 64:
-        problem = "--copies must be 2 to 64"
+    elif not 1 <= a.copies <= 64:
+        problem = "--copies must be 1 (no dose) to 64"
+    elif not (
+        math.isfinite(a.seconds) and a.seconds >= MIN_N * (k := len(states_for(a.copies))) * (a.half_s + SWITCH_S)
+    ):
+        problem = (f"--seconds must be at least {MIN_N} x {k} x (--half-s + {SWITCH_S:g}): {MIN_N} full cycles of "
+                   f"{k} states, each switch about {SWITCH_S:g} s")  # fmt: skip
     elif a.gpu < 0:
         problem = "--gpu must be >= 0"
     child_cpus: list[int] = []
@@ -358,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(a.gpu)
     if own_cpus:
         os.sched_setaffinity(0, own_cpus)
-    print(f"== launch + synchronise, {a.seconds:g} s; sensors none / one / x{a.copies}, {a.half_s:g} s each; child "
+    names = " / ".join(states_for(a.copies))
+    print(f"== launch + synchronise, {a.seconds:g} s; sensors {names}, {a.half_s:g} s each; child "
           f"CPUs {','.join(map(str, child_cpus)) or 'not pinned'}", flush=True)  # fmt: skip
     doc = measure(a.seconds, a.half_s, a.copies, a.gpu, child_cpus)
     halves, states, got = analysed(doc)

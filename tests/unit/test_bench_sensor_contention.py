@@ -21,16 +21,17 @@ def mod() -> ModuleType:
 
 
 def synthetic(
-    seed: int, delay: dict[str, float], wait: dict[str, float] | None = None, cycles: int = 12, half_s: float = 0.5
-) -> tuple[np.ndarray, np.ndarray, list[tuple[str, float, float]]]:
+    seed: int, delay: dict[str, float], wait: dict[str, float] | None = None, cycles: int = 12, half_s: float = 0.5,
+    states: tuple[str, ...] = ("none", "one", "x16"),
+) -> tuple[np.ndarray, np.ndarray, list[tuple[str, float, float]]]:  # fmt: skip
     """~50 µs iterations (lognormal 30 %, each half ±2 % slower or faster at random) in rotating halves of three
     states; an iteration starting in a state's half is ``delay[state]`` slower, and ``wait[state]`` of them take
     4.4 ms more (a queued NVML read)."""
     rng = np.random.default_rng(seed)
-    states = ["none", "one", "x16"]
+    k = len(states)
     spans, t = [], T0
     for c in range(cycles):
-        for st in states[c % 3 :] + states[: c % 3]:
+        for st in states[c % k :] + states[: c % k]:
             spans.append((st, t, t + half_s))
             t += half_s + 0.4  # the switch between halves
     starts, durs = [], []
@@ -56,6 +57,21 @@ def test_a_dose_that_slows_every_call_is_found_and_one_sampler_that_does_not_pas
     assert dosed.extra_ns == pytest.approx(0.10 * 50e3 * np.exp(0.045), rel=0.3)  # ~5.2 µs per launch + sync
     lines = mod.report_lines(halves, ["none", "one", "x16"], [one, dosed])
     assert "one vs none" in lines[-2] and "(the default's figure)" in lines[-2] and "PASS" in lines[-2]
+
+
+def test_without_a_dose_the_cycles_are_none_and_one_alone(mod: ModuleType) -> None:
+    """``--copies 1``: two states, so twice the cycles of none against one in the same time, and a delay of one
+    sampler is still found."""
+    assert mod.states_for(1) == ["none", "one"] and mod.states_for(16) == ["none", "one", "x16"]
+    s, d, spans = synthetic(5, {"one": 0.08}, cycles=24, states=("none", "one"))
+    halves = mod.halves_of(s, d, spans)
+    assert len(mod.cycles_of(halves, mod.states_for(1))) == 24
+    (one,) = mod.changes(halves, mod.states_for(1))
+    assert one.state == "one" and one.n == 24 and one.lo > 0.03 and one.verdict == "FAIL"
+    assert one.centre == pytest.approx(0.08, abs=0.02)
+    s, d, spans = synthetic(6, {}, cycles=24, states=("none", "one"))
+    (one,) = mod.changes(mod.halves_of(s, d, spans), mod.states_for(1))
+    assert one.lo < 0.0 < one.hi and one.verdict == "PASS"
 
 
 def test_rare_long_waits_move_the_mean_not_the_median(mod: ModuleType) -> None:
@@ -90,7 +106,15 @@ def test_too_few_cycles_give_no_interval(mod: ModuleType) -> None:
 
 
 @pytest.mark.parametrize(
-    "argv", [["--half-s", "0"], ["--seconds", "10", "--half-s", "2"], ["--copies", "1"], ["--cpus", "x-y"]]
+    "argv",
+    [
+        ["--half-s", "0"],
+        ["--seconds", "10", "--half-s", "2"],
+        ["--copies", "0"],
+        ["--copies", "65"],
+        ["--seconds", "14", "--half-s", "0.5", "--copies", "1"],
+        ["--cpus", "x-y"],
+    ],
 )
 def test_bad_input_is_one_line_exit_2_before_any_gpu(
     mod: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
