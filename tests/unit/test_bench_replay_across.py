@@ -114,3 +114,16 @@ def test_the_session_19_pairs_of_the_largest_groups_print_their_docs_lines(
     for run in (a, b):
         notes = json.loads((run / "replay.json").read_text())["notes"]
         assert any("the largest by busy time in the whole step (CUPTI)" in n for n in notes)
+
+
+@pytest.mark.parametrize("workload", ["transformer", "resnet50"])
+def test_the_session_19_pairs_on_a_second_h100_print_their_docs_lines(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], workload: str
+) -> None:
+    """plan_s19b asked for an H200 and was lent H100 GPU-cedf2c17: both workloads' five largest groups pass again."""
+    d = ROOT / "results" / "h100" / "replay-across-s19-GPU-cedf2c17"
+    a, b = (d / run / workload for run in ("a", "b"))
+    assert mod.main([str(a), str(b)]) == 0
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert "PASS" in verdict and "0 of 5 groups outside 3 %" in verdict
+    assert verdict in (ROOT / "docs" / "data" / "replay_across_s19.txt").read_text().splitlines()

@@ -147,3 +147,17 @@ def test_the_session_18_runs_redo_the_docs_table(mod: ModuleType, capsys: pytest
         "x16 vs none: mean +0.41 % [-2.47 .. +3.33 %]" in out and "x16 vs none: mean +1.47 % [-2.79 .. +4.27 %]" in out
     )
     assert "PASS" not in out
+
+
+def test_the_session_19_run_without_the_dose_redoes_the_docs_table(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/attribution.md "Session 19": one sampler against none alone (``--copies 1``), 100 cycles on H100
+    GPU-cedf2c17; still not bounded to 3 %."""
+    root = Path(__file__).resolve().parents[2]
+    f = root / "results/h100/bench/sensor-contention-s19/sensor_contention-GPU-cedf2c17.json"
+    assert mod.main(["--summarize", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "one vs none: mean +1.72 % [-0.48 .. +4.05 %] UNRESOLVED" in out and "n=100 cycles" in out
+    assert " vs none" in out and "x16" not in out
+    assert out.splitlines() == (root / "docs/data/sensor_contention_s19.txt").read_text().splitlines()
