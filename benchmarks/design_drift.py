@@ -10,15 +10,18 @@ drift of the board (warming, clocks) rather than scatter: if so a drift term wou
 part of the misfit that the fit now gives ρ.
 
 Printed per design: the replicates' mean relative difference (second − first, %) and its correlation with the time
-between the two; then the design refitted three ways with the links model (additive where no factor_nodes were
-recorded; a busy design without its busy term): as it is (``d0``), and after dividing every
+between the two (Pearson, with its two-sided p); then the design refitted three ways with the links model (additive
+where no factor_nodes were recorded; a busy design is refitted with links alone, not as archline fitted it): as it
+is (``d0``), and after dividing every
 measurement by ``1 + a1 u`` (``d1``) or ``1 + a1 u + a2 u²`` (``d2``), u the measurement's place in the sequence
 over its length, centred, the a's fitted by weighted least squares beside c0, the energies and (links) the broken
 links, on every measurement as its own row (weights 1 / (σ² + (1 % E)²)). For each: ρ̂, √E[ρ²], τ̂, the reduced χ²,
 the median relative in-step σ (``fold_sigma``) of the factors above 2 % of the step, and the share of the factors'
 energy whose 95 % interval (1.96 σ) is within ±15 %: the design's own proxy for issue 13's figure (the run's rows
 also carry the scale of the priors and the kernels' time here against there, so its figure is lower).
-Post hoc, on the shipped designs; it informs a rule, it does not score one. Bad input: one line, exit 2.
+With several designs, a last line counts the designs whose share within ±15 % each drift fit raises, lowers or leaves
+within 0.5 points of ``d0``, those at 0 % under both apart. Post hoc, on the shipped designs; it informs a rule, it
+does not score one. Bad input: one line, exit 2.
 """
 
 from __future__ import annotations
@@ -32,12 +35,15 @@ from typing import Any, NoReturn
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy import stats
 
 F64 = NDArray[np.float64]
 #: Relative noise added to each measurement's σ in the drift regression's weights (the replicates' scatter).
 WEIGHT_REL = 0.01
 #: Factors above this share of the step count in the median relative σ.
 BIG_SHARE = 0.02
+#: A drift fit's share within ±15 % closer than this (points) to the design's as-is share is "unchanged".
+SAME_POINTS = 0.5
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -62,9 +68,13 @@ def sequence(d: dict[str, Any]) -> tuple[F64, F64, F64, list[tuple[int, float, f
     x = np.asarray([[float(ch == "1") for ch in c["on"]] if isinstance(c["on"], str) else c["on"] for c in cf])
     y = np.asarray([float(c["energy_j"]) for c in cf])
     s = np.asarray([float(c["sigma_j"]) for c in cf])
+    if x.ndim != 2 or x.shape[0] != len(cf) or not (np.all(np.isfinite(y)) and np.all(np.isfinite(s))):
+        raise ValueError("every configuration needs its on/off flags and a finite energy and σ")
     reps, places = [], []
     for k, r in enumerate(d["repeats"]):
-        if math.isfinite(float(r["energy_j"])) and math.isfinite(float(r["sigma_j"])) and int(r["row"]) < len(cf):
+        if not 0 <= int(r["row"]) < len(cf):
+            raise ValueError(f"replicate {k} names configuration {r['row']}, not one of the design's {len(cf)}")
+        if math.isfinite(float(r["energy_j"])) and math.isfinite(float(r["sigma_j"])):
             reps.append((int(r["row"]), float(r["energy_j"]), float(r["sigma_j"])))
             places.append(len(cf) + k)
     total = len(cf) + len(d["repeats"])
@@ -109,8 +119,10 @@ def refit(d: dict[str, Any], deg: int) -> dict[str, float]:
     fit = fit_design(x, y, s, [Repeat(r, e, sd) for r, e, sd in reps], cov)
     e = np.asarray(fit.energy_j)
     typical = float(np.mean(e**2))
-    se_j = fit.energy_se_j
-    sd = np.asarray([fold_sigma(float(v), float(se), fit.rho_fold, typical) for v, se in zip(e, se_j, strict=True)])
+    se_j, p_on = fit.energy_se_j, float(d.get("p_on", 0.5))
+    sd = np.asarray(
+        [fold_sigma(float(v), float(se), fit.rho_fold, typical, p_on) for v, se in zip(e, se_j, strict=True)]
+    )
     pos = e > 0
     big = e > BIG_SHARE * e[pos].sum()
     tight = pos & (1.96 * sd <= 0.15 * np.abs(e))
@@ -122,30 +134,52 @@ def refit(d: dict[str, Any], deg: int) -> dict[str, float]:
     }  # fmt: skip
 
 
-def replicate_drift(d: dict[str, Any]) -> tuple[float, float]:
-    """The replicates' mean relative difference (second − first) and its correlation with the time between."""
+def replicate_drift(d: dict[str, Any]) -> tuple[float, float, float]:
+    """The replicates' mean relative difference (second − first), its correlation with the time between, and the
+    correlation's two-sided p."""
     _, y, _, reps, u = sequence(d)
     n = len(y)
     diff = np.asarray([(e - y[r]) / y[r] for r, e, _ in reps])
     gap = np.asarray([u[n + i] - u[r] for i, (r, _, _) in enumerate(reps)])
-    corr = float(np.corrcoef(gap, diff)[0, 1]) if len(diff) > 2 and np.std(diff) > 0 else math.nan
-    return float(np.mean(diff)), corr
+    if len(diff) > 2 and np.std(diff) > 0 and np.std(gap) > 0:
+        res = stats.pearsonr(gap, diff)
+        corr, p = float(res.statistic), float(res.pvalue)
+    else:
+        corr = p = math.nan
+    return float(np.mean(diff)), corr, p
 
 
-def lines(path: Path) -> list[str]:
+def lines(path: Path, shares: list[tuple[float, ...]] | None = None) -> list[str]:
+    """The design's lines; each fit's share within ±15 % is appended to ``shares`` (d0, d1, d2)."""
     d = load(path)
-    mean, corr = replicate_drift(d)
+    mean, corr, p = replicate_drift(d)
     out = [f"{path}: {len(d['repeats'])} replicates, second − first {100 * mean:+.2f} % on average, "
-           f"correlation with the time between {corr:+.2f}"]  # fmt: skip
+           f"correlation with the time between {corr:+.2f} (p = {p:.2g})"]  # fmt: skip
+    got = []
     for deg in (0, 1, 2):
         f = refit(d, deg)
+        got.append(100 * f["share_within_15"])
         a = " ".join(f"a{k}={100 * f[f'a{k}']:+.2f}%" for k in range(1, deg + 1))
         out.append(
             f"  d{deg}: ρ̂ {100 * f['rho']:.1f} %, √E[ρ²] {100 * f['rho_fold']:.2f} %, τ̂ {100 * f['tau']:.2f} %, "
             f"χ²/dof {f['chi2_red']:.1f}, median σ/e {100 * f['median_rel_sigma']:.1f} %, within ±15 % "
             f"{100 * f['share_within_15']:.1f} %" + (f"; {a}" if a else "")
         )
+    if shares is not None:
+        shares.append(tuple(got))
     return out
+
+
+def tally(shares: list[tuple[float, ...]]) -> str:
+    """How each drift fit moved the share within ±15 % against the design as it is, over the designs."""
+    parts = []
+    for deg in (1, 2):
+        zero = sum(1 for s in shares if s[0] == 0.0 and s[deg] == 0.0)
+        up = sum(1 for s in shares if s[deg] > s[0] + SAME_POINTS)
+        down = sum(1 for s in shares if s[deg] < s[0] - SAME_POINTS)
+        parts.append(f"d{deg} raises {up}, lowers {down}, leaves {len(shares) - up - down - zero} within "
+                     f"{SAME_POINTS:g} points and {zero} at 0 %")  # fmt: skip
+    return f"{len(shares)} designs, the share within ±15 % against d0: " + "; ".join(parts)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -161,12 +195,16 @@ def main(argv: list[str] | None = None) -> int:
         a = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
+    shares: list[tuple[float, ...]] = []
     for path in a.replay_dir:
         try:
-            print("\n".join(lines(path)), flush=True)
-        except (ValueError, KeyError, TypeError, np.linalg.LinAlgError) as exc:
-            print(f"design_drift: {exc}", file=sys.stderr)
+            print("\n".join(lines(path, shares)), flush=True)
+        except (ValueError, KeyError, TypeError, IndexError, np.linalg.LinAlgError) as exc:
+            why = str(exc) if isinstance(exc, ValueError) else f"{exc.__class__.__name__}: {exc}"
+            print(f"design_drift: {path}: {why}" if str(path) not in why else f"design_drift: {why}", file=sys.stderr)
             return 2
+    if len(shares) > 1:
+        print(tally(shares))
     return 0
 
 

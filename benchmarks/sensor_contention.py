@@ -15,9 +15,10 @@ measures the program's side of that directly, on the most driver-bound loop ther
 states, ``--half-s`` each, the order rotating from cycle to cycle: ``none``; ``one``, archline's sensors as
 ``archline run`` records them (``Attribution(trace=False)``, the energy counter and the power buffer); and ``xK``,
 those plus K - 1 bare samplers (``overhead_interleaved.BareSampler``), a dose. Switching states falls between
-halves. ``--copies 1`` leaves the dose out: none and one alone, so in the same time twice as many cycles of the
-default's figure, its two halves always adjacent (session 19: the halves' means follow the host with a lag-one
-autocorrelation of 0.34-0.67 in session 18's runs, so pairs close in time cancel more of it).
+halves. ``--copies 1`` leaves the dose out: none and one alone, so in the same time about 1.5 times the cycles of
+the default's figure (two halves and switches a cycle instead of three), its two halves always adjacent (session
+19: the halves' means follow the host with a lag-one autocorrelation of 0.34-0.67 in session 18's runs, so pairs
+close in time cancel more of it).
 
 Figures: per half, the iterations that start inside it: their count, mean, and (from a log-spaced histogram) median
 and 99th percentile. Per full cycle, each sensor state's mean over the cycle's ``none`` mean, minus 1; the cycles'
@@ -84,6 +85,7 @@ class Half:
     sum_ns: float
     hist: list[int]
     nvml_reads: int | None = None  # archline's NVML reads in this process during the half (None: not counted)
+    cycle: int | None = None  # the rotation's cycle the half belongs to (None: runs before session 19, by position)
 
     @property
     def mean_ns(self) -> float:
@@ -99,30 +101,43 @@ class Half:
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "start_s": self.start_s, "end_s": self.end_s, "n": self.n, "sum_ns": self.sum_ns,
-                "hist": self.hist}  # fmt: skip
+                "hist": self.hist, **({} if self.cycle is None else {"cycle": self.cycle})}  # fmt: skip
 
 
-def halves_of(starts_ns: np.ndarray, durs_ns: np.ndarray, spans: Sequence[tuple[str, float, float]]) -> list[Half]:
-    """Each span's (state, start, end in Unix s) iterations: those whose start lies inside it."""
+Span = tuple[str, float, float] | tuple[str, float, float, int]
+
+
+def halves_of(starts_ns: np.ndarray, durs_ns: np.ndarray, spans: Sequence[Span]) -> list[Half]:
+    """Each span's (state, start, end in Unix s[, cycle]) iterations: those whose start lies inside it."""
     order = np.argsort(starts_ns, kind="stable")
     s, d = starts_ns[order], durs_ns[order].astype(np.float64)
     out = []
-    for state, a, b in spans:
+    for span in spans:
+        state, a, b = span[0], span[1], span[2]
         lo, hi = np.searchsorted(s, round(a * 1e9)), np.searchsorted(s, round(b * 1e9))
         x = d[lo:hi]
         hist = np.histogram(np.clip(x, EDGES_NS[0], EDGES_NS[-1] - 1), EDGES_NS)[0]
-        out.append(Half(state, a, b, int(x.size), float(x.sum()), [int(v) for v in hist]))
+        cycle = int(span[3]) if len(span) > 3 else None
+        out.append(Half(state, a, b, int(x.size), float(x.sum()), [int(v) for v in hist], cycle=cycle))
     return out
 
 
 def cycles_of(halves: Sequence[Half], states: Sequence[str]) -> list[dict[str, Half]]:
-    """Consecutive runs of len(states) halves holding every state once (the rotating order's cycles); halves with
-    too few iterations make their cycle incomplete."""
+    """The rotating order's cycles, each holding every state once: the halves of each recorded cycle number (since
+    session 19, so a half lost when the sensors failed to start leaves only its own cycle incomplete), else
+    consecutive runs of len(states) halves. Halves with too few iterations make their cycle incomplete."""
     k = len(states)
+    if halves and all(h.cycle is not None for h in halves):
+        by: dict[int, list[Half]] = {}
+        for h in halves:
+            by.setdefault(int(h.cycle or 0), []).append(h)
+        chunks = [by[c] for c in sorted(by)]
+    else:
+        chunks = [list(halves[i : i + k]) for i in range(0, len(halves) - k + 1, k)]
     out = []
-    for i in range(0, len(halves) - k + 1, k):
-        chunk = {h.state: h for h in halves[i : i + k] if h.n >= MIN_ITER}
-        if set(chunk) == set(states):
+    for hs in chunks:
+        chunk = {h.state: h for h in hs if h.n >= MIN_ITER}
+        if len(hs) == k and set(chunk) == set(states):
             out.append(chunk)
     return out
 
@@ -230,7 +245,7 @@ def child(seconds: float, out: Path, cpus: list[int]) -> int:
 
 def states_for(copies: int) -> list[str]:
     """The sensor states a run cycles through: none, one and the dose x``copies``; none and one alone where
-    ``copies`` is 1 (twice the cycles of none against one in the same time, the pair always adjacent)."""
+    ``copies`` is 1 (about 1.5 times the cycles of none against one in the same time, the pair always adjacent)."""
     return [NONE, ONE] if copies == 1 else [NONE, ONE, f"x{copies}"]
 
 
@@ -255,7 +270,7 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
                "--cpus", ",".join(map(str, child_cpus)) or "none"]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
-        spans: list[tuple[str, float, float]] = []
+        spans: list[tuple[str, float, float, int]] = []
         reads: list[int] = []
         notes: list[str] = []
         try:
@@ -278,7 +293,7 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
                             with contextlib.suppress(subprocess.TimeoutExpired):
                                 proc.wait(timeout=half_s)
                             b = time.time()
-                            spans.append((st, a, b))
+                            spans.append((st, a, b, c))
                             reads.append(oi.reads(oi.COUNTER.take()))
                     except ArchlineError as exc:  # the sensors failed to end (their half is kept): go on
                         notes.append(f"the sensors of a {st!r} half ended with an error: {exc}")
@@ -299,7 +314,8 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
 def analysed(doc: dict[str, Any]) -> tuple[list[Half], list[str], list[Change]]:
     halves = [Half(str(h["state"]), float(h["start_s"]), float(h["end_s"]), int(h["n"]), float(h["sum_ns"]),
                    [int(v) for v in h["hist"]],
-                   int(h["nvml_reads"]) if h.get("nvml_reads") is not None else None)
+                   int(h["nvml_reads"]) if h.get("nvml_reads") is not None else None,
+                   int(h["cycle"]) if h.get("cycle") is not None else None)
               for h in doc["halves"]]  # fmt: skip
     states = [str(s) for s in doc["states"]]
     return halves, states, changes(halves, states, float(doc.get("level", LEVEL)))

@@ -24,7 +24,8 @@
 #   across          benchmarks/validate_replay.py twice, in separate processes (REPLAY_ONLY, transformer by default), then
 #                   benchmarks/replay_across.py: each group's isolated energy from one capture to the next (issue 13's 3 %)
 #   contention      benchmarks/sensor_contention.py (a launch + synchronise loop's latency with no sensors, archline's, and
-#                   16 samplers: whether the sensors delay a program's CUDA calls; ~2 min)
+#                   CONTENTION_COPIES samplers (16; 1: no dose): whether the sensors delay a program's CUDA calls;
+#                   CONTENTION_SECONDS, 90 by default)
 #   interleaved     benchmarks/overhead_interleaved.py (the default's cost inside one process: the transformer step
 #                   and the decode loop, INTERLEAVED_SECONDS each, sensors toggled every INTERLEAVED_TOGGLE_S s, 10 by default)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer

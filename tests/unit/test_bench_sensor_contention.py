@@ -60,8 +60,8 @@ def test_a_dose_that_slows_every_call_is_found_and_one_sampler_that_does_not_pas
 
 
 def test_without_a_dose_the_cycles_are_none_and_one_alone(mod: ModuleType) -> None:
-    """``--copies 1``: two states, so twice the cycles of none against one in the same time, and a delay of one
-    sampler is still found."""
+    """``--copies 1``: two states, so about 1.5 times the cycles of none against one in the same time, and a delay of
+    one sampler is still found."""
     assert mod.states_for(1) == ["none", "one"] and mod.states_for(16) == ["none", "one", "x16"]
     s, d, spans = synthetic(5, {"one": 0.08}, cycles=24, states=("none", "one"))
     halves = mod.halves_of(s, d, spans)
@@ -72,6 +72,21 @@ def test_without_a_dose_the_cycles_are_none_and_one_alone(mod: ModuleType) -> No
     s, d, spans = synthetic(6, {}, cycles=24, states=("none", "one"))
     (one,) = mod.changes(mod.halves_of(s, d, spans), mod.states_for(1))
     assert one.lo < 0.0 < one.hi and one.verdict == "PASS"
+
+
+def test_a_half_lost_to_a_sensor_failure_leaves_only_its_own_cycle_incomplete(mod: ModuleType) -> None:
+    """With cycle numbers recorded (session 19 on), a missing half does not shift every later cycle: by position,
+    two alternating states would pair none with none and one with one from there on."""
+    s, d, spans = synthetic(7, {}, cycles=20, states=("none", "one"))
+    numbered = [(st, a, b, i // 2) for i, (st, a, b) in enumerate(spans)]
+    del numbered[9]  # cycle 4's second half: its sensors failed to start
+    halves = mod.halves_of(s, d, numbered)
+    assert len(mod.cycles_of(halves, mod.states_for(1))) == 19
+    positional = [mod.Half(h.state, h.start_s, h.end_s, h.n, h.sum_ns, h.hist) for h in halves]
+    assert len(mod.cycles_of(positional, mod.states_for(1))) < 19
+    doc = {"states": ["none", "one"], "level": mod.LEVEL, "halves": [h.to_json() for h in halves]}
+    again, _, _ = mod.analysed(doc)
+    assert [h.cycle for h in again] == [h.cycle for h in halves]
 
 
 def test_rare_long_waits_move_the_mean_not_the_median(mod: ModuleType) -> None:
@@ -159,5 +174,5 @@ def test_the_session_19_run_without_the_dose_redoes_the_docs_table(
     assert mod.main(["--summarize", str(f)]) == 0
     out = capsys.readouterr().out
     assert "one vs none: mean +1.72 % [-0.48 .. +4.05 %] UNRESOLVED" in out and "n=100 cycles" in out
-    assert " vs none" in out and "x16" not in out
+    assert "x16" not in out
     assert out.splitlines() == (root / "docs/data/sensor_contention_s19.txt").read_text().splitlines()
