@@ -320,3 +320,35 @@ def test_a_prior_measured_at_another_call_time_is_widened():
     h0 = np.median([_half(r) for r in res0.kernels])
     h1 = np.median([_half(r) for r in res1.kernels])
     assert h1 > h0 * 1.5, (h0, h1)  # |ln 1.25| = 22 % more spread on every prior
+
+
+def test_a_row_that_leans_on_its_prior_says_what_the_priors_sigma_is_made_of():
+    """Each prior-led row's note gives its prior's 1 σ and the parts it is made of, largest first, which add up to it
+    in quadrature (here the priors carry no measured spread, so the windows' upper bound on it is used)."""
+    import re
+
+    run = _run(0)
+    res = _attribute(run, _priors(run, 0.03, 0))
+    led = [r for r in res.kernels if r.dominated_by != "data"]
+    assert led
+    for r in led:
+        m = re.search(r"its replay prior's 1 σ: ([\d.]+) % \(([^)]*), in quadrature\)", r.note)
+        assert m is not None, r.note
+        parts = [float(v) for v in re.findall(r"([\d.]+) %", m.group(2))]
+        # replay's own σ, 1 % of the true energy, is 0.8-1.0 % of the prior's mean (isolated, scattered by 3 %)
+        assert parts == sorted(parts, reverse=True) and re.search(r"replay's σ (0\.[89]|1\.0) %", m.group(2))
+        assert "the spread the windows add" in m.group(2) and "in-step" not in m.group(2)
+        assert float(m.group(1)) == pytest.approx(float(np.sqrt(np.sum(np.square(parts)))), abs=0.15)
+    assert not any("its replay prior's 1 σ" in r.note for r in res.kernels if r.dominated_by == "data")
+
+
+def test_the_prior_parts_note_names_a_design_and_what_narrows_it():
+    from archline.measurement.attribute.column_fit import PriorParts
+
+    p = PriorParts(measured=0.048, time=0.079, spread=0.0, scale=0.027, total=0.096, in_step=True)
+    assert p.note("replay") == (
+        "its replay prior's 1 σ: 9.6 % (its time per call here against replay's 7.9 %, replay's in-step σ 4.8 %, the "
+        "priors' scale 2.7 %, in quadrature; a longer replay design narrows part of the in-step σ)"
+    )
+    q = PriorParts(measured=0.1, time=0.0, spread=0.0, scale=0.0, total=0.1, in_step=False)
+    assert q.note("model") == "its model prior's 1 σ: 10.0 % (model's σ 10.0 %, in quadrature)"

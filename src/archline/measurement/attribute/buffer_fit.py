@@ -16,7 +16,7 @@ from archline.measurement.clean import drop_repeats, find_displaced, undisplace
 from archline.measurement.response import kernel_support_s, rect_response
 from archline.measurement.sensor_model import SensorModel
 
-__all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays", "prior_context_spread"]
+__all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays", "prior_context_spread", "prior_parts"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -130,12 +130,7 @@ def prior_arrays(
     src = ["default"] * active.size
     if not priors:
         return pm, psd, src
-    short = np.ones(d.act_s.size, bool)
-    short[d.long_idx] = False
-    n_cols = len(d.col_names)
-    dur = d.act_e - d.act_s
-    calls = np.bincount(d.act_col[short], minlength=n_cols)
-    busy = np.bincount(d.act_col[short], weights=dur[short], minlength=n_cols)
+    calls, busy = _short_calls(d)
     for j, k in enumerate(active.tolist()):
         pr = priors.get(d.col_names[k])
         if pr is None or d.col_kinds[k] not in ("kernel", "memcpy", "memset") or calls[k] == 0 or busy[k] <= 0:
@@ -148,6 +143,35 @@ def prior_arrays(
         psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
         src[j] = pr.source
     return pm, psd, src
+
+
+def _short_calls(d: Design) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Each column's short calls: their count and busy time (s)."""
+    short = np.ones(d.act_s.size, bool)
+    short[d.long_idx] = False
+    n_cols = len(d.col_names)
+    dur = d.act_e - d.act_s
+    calls = np.bincount(d.act_col[short], minlength=n_cols)
+    busy = np.bincount(d.act_col[short], weights=dur[short], minlength=n_cols)
+    return calls.astype(np.int64), busy.astype(np.float64)
+
+
+def prior_parts(d: Design, active: NDArray[np.int64], priors: Mapping[str, KernelPrior]) -> NDArray[np.float64]:
+    """What each active column's prior σ is made of, relative to its mean (1 σ; rows NaN where it has no prior of
+    its own): the prior's own spread where it was measured (graph replay's σ, the in-step σ of a design), and
+    ``|ln(time here / time there)|``, the widening for a call time that differs (:func:`prior_arrays`)."""
+    out = np.full((active.size, 2), math.nan)
+    if not priors:
+        return out
+    calls, busy = _short_calls(d)
+    for j, k in enumerate(active.tolist()):
+        pr = priors.get(d.col_names[k])
+        if pr is None or d.col_kinds[k] not in ("kernel", "memcpy", "memset") or calls[k] == 0 or busy[k] <= 0:
+            continue
+        mean_dur = busy[k] / calls[k]
+        t_rel = abs(math.log(mean_dur / pr.time_per_call_s)) if pr.time_per_call_s > 0 else 0.0
+        out[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
+    return out
 
 
 def prior_context_spread(d: Design, active: I64, priors: Mapping[str, KernelPrior]) -> F64:

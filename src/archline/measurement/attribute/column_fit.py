@@ -9,13 +9,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measurement.attribute.buffer_fit import power_bounds, prior_arrays, prior_context_spread
+from archline.measurement.attribute.buffer_fit import power_bounds, prior_arrays, prior_context_spread, prior_parts
 from archline.measurement.attribute.design import Design
 from archline.measurement.attribute.fit import PowerFit, block_bootstrap, fit_powers
 from archline.measurement.attribute.prior import KernelPrior
 from archline.measurement.attribute.prior_fit import ScaleFit, fit_priors
 
-__all__ = ["ColumnFit", "cap_impossible_priors", "fit_columns"]
+__all__ = ["ColumnFit", "PriorParts", "cap_impossible_priors", "fit_columns"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -23,6 +23,35 @@ I64 = NDArray[np.int64]
 #: The pooled powers of stage 1, indexed by :attr:`Design.col_parent`: busy, gaps inside the program, idle
 #: before/after it, launch gaps.
 N_POOLED = 4
+
+
+@dataclass(frozen=True)
+class PriorParts:
+    """What a column's prior σ is made of, each relative to the prior's mean (1 σ), combined in quadrature: the
+    prior's own spread where it was measured (``measured``; graph replay's in-step σ where ``in_step``), the widening
+    for a call time here unlike there (``time``), the spread the run's windows add beyond it (``spread``, 0 unless
+    they refute the measured one) and the uncertainty of its source's scale calibrated on the windows (``scale``).
+    ``total`` is the prior's σ as the fit took it."""
+
+    measured: float
+    time: float
+    spread: float
+    scale: float
+    total: float
+    in_step: bool
+
+    def note(self, source: str) -> str:
+        """One clause for a row that leans on this prior: its σ and what it is made of, the largest first."""
+        kind = "in-step σ" if self.in_step else "σ"
+        named = [
+            (self.measured, f"{source}'s {kind}"),
+            (self.time, f"its time per call here against {source}'s"),
+            (self.spread, "the spread the windows add"),
+            (self.scale, "the priors' scale"),
+        ]
+        parts = ", ".join(f"{name} {100 * v:.1f} %" for v, name in sorted(named, key=lambda t: -t[0]) if v > 0)
+        hint = "; a longer replay design narrows part of the in-step σ" if self.in_step and source == "replay" else ""
+        return f"its {source} prior's 1 σ: {100 * self.total:.1f} % ({parts}, in quadrature{hint})"
 
 
 @dataclass(frozen=True)
@@ -54,6 +83,8 @@ class ColumnFit:
     #: Every column's bound on its mean power (W; NaN where not active, inf where the limit is unknown):
     #: :func:`archline.measurement.attribute.buffer_fit.power_bounds`.
     bound_w: F64 | None = None
+    #: What each column's prior σ is made of (columns with a replay or model prior of their own, not capped).
+    prior_parts: dict[int, PriorParts] | None = None
 
 
 def cap_impossible_priors(pm: F64, psd: F64, src: list[str], upper: F64) -> tuple[F64, F64, list[int]]:
@@ -156,6 +187,7 @@ def fit_columns(
     pm, psd, bad = cap_impossible_priors(pm, psd, prior_src, upper)
     left_out = np.isin(np.arange(pm.size), bad)
     pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx, uncalibrated=left_out)
+    parts = _parts(prior_parts(d, active, priors), ctx, pm, psd, prior_src, scale_fits, bad, active)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
     at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
@@ -184,4 +216,28 @@ def fit_columns(
         impossible_priors=tuple(int(active[j]) for j in bad),
         impossible_prior_w=tuple(float(over_w[j]) for j in bad),
         bound_w=bound,
+        prior_parts=parts,
     )
+
+
+def _parts(
+    raw: F64, ctx: F64, pm: F64, psd: F64, src: list[str], fits: list[ScaleFit], bad: list[int], active: I64
+) -> dict[int, PriorParts]:
+    """Each column's :class:`PriorParts` (by column index), from :func:`prior_parts`' measured and time parts and its
+    source's scale fit: a calibrated source's prior σ is √(spread² + measured² + time² + scale²) of its mean
+    (:func:`archline.measurement.attribute.prior_fit.calibrate_priors`), an uncalibrated one's √(measured² + time²).
+    Capped priors (``bad``) are left out: their note says why they are wide."""
+    by_source = {f.source: f for f in fits if f.calibrated}
+    out: dict[int, PriorParts] = {}
+    for j, k in enumerate(active.tolist()):
+        if j in bad or not (np.isfinite(raw[j, 0]) and pm[j] > 0):
+            continue
+        f = by_source.get(src[j])
+        spread = scale = 0.0
+        if f is not None:
+            spread = 0.0 if math.isfinite(f.rho_measured) and not f.refuted else float(f.rho_up)
+            scale = float(f.scale_se / f.scale) if f.scale > 0 and math.isfinite(f.scale_se) else 0.0
+        out[int(k)] = PriorParts(
+            float(raw[j, 0]), float(raw[j, 1]), spread, scale, float(psd[j] / pm[j]), bool(np.isfinite(ctx[j]))
+        )
+    return out

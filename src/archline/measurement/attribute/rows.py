@@ -227,6 +227,10 @@ def column_rows(
             if half <= calibrated_max_rel_half:
                 identifiable = True
                 note = f"identified by its {src} prior, calibrated on this run's windows (±{100 * half:.0f} %)"
+        parts = (cols.prior_parts or {}).get(k)
+        if parts is not None and t_short > 0 and dominance(weight) != "data":
+            clause = parts.note(src)
+            note = f"{note}; {clause}" if note else clause
         bound_k = float(cols.bound_w[k]) if cols.bound_w is not None else None
         over = limit_note(power_limit_w, bool(cols.at_limit[k]), e / t_all if t_all > 0 else math.nan, bound_k)
         if over:
