@@ -171,26 +171,41 @@ def rho_tau_profile(
     Rows of the result follow ``tau_grid``, columns ``rho_grid``; ``extra``: covariate columns of the model."""
     a = _model_matrix(x, extra)
     load = np.square(x.astype(np.float64)) @ (e**2)
-    out = np.empty((len(tau_grid), len(rho_grid)))
+    d = _diff_loglik(diff, diff_sd2, diff_yy, tau_grid)
+    coarse = _coarse(len(rho_grid))
+    out = np.full((len(tau_grid), len(rho_grid)), -np.inf)
     for i, tau in enumerate(tau_grid):
         base = sigma**2 + tau**2 * ysq / k
-        out[i] = _sparse_profile(a, y, base, load, rho_grid)
-    return out + _diff_loglik(diff, diff_sd2, diff_yy, tau_grid)[:, None]
+        out[i, coarse] = _reml(a, y, base[None, :] + np.square(rho_grid[coarse])[:, None] * load[None, :])
+    # Only the τ whose coarse profile (with its replicates' term) comes within _REACH of the best are refined: the
+    # others stay at their coarse points, below e^-30 of the peak, where they add nothing to a bound or a mean.
+    top = float(np.max(out[:, coarse] + d[:, None]))
+    for i, tau in enumerate(tau_grid):
+        if float(np.max(out[i, coarse])) + d[i] >= top - _REACH:
+            base = sigma**2 + tau**2 * ysq / k
+            out[i] = _sparse_profile(a, y, base, load, rho_grid, known=out[i, coarse])
+    return out + d[:, None]
 
 
 #: The coarse grid's stride, and how far (in log-likelihood) below the coarse maximum the fine grid still goes.
 _COARSE, _REACH = 10, 30.0
 
 
-def _sparse_profile(a: Array, y: Array, base: Array, load: Array, rho_grid: Array) -> Array:
+def _coarse(n: int) -> NDArray[np.int64]:
+    """The coarse grid's indices among ``n`` points: every :data:`_COARSE`-th and the last."""
+    return np.unique(np.r_[np.arange(0, n, _COARSE), n - 1]).astype(np.int64)
+
+
+def _sparse_profile(a: Array, y: Array, base: Array, load: Array, rho_grid: Array, known: Array | None = None) -> Array:
     """ρ's restricted log-likelihood on ``rho_grid``: every tenth point first, then every point within
     :data:`_REACH` of the coarse maximum (and a coarse step beyond); the rest, where the likelihood is below
     e^-30 of its peak and adds nothing to a bound or a mean, is left at -inf. This assumes the profile is unimodal in
-    ρ (it was on every shipped design and on random ones checked in session 14's review)."""
+    ρ (it was on every shipped design and on random ones checked in session 14's review). ``known``: the coarse
+    points' values where they were computed already."""
     v = base[None, :] + np.square(rho_grid)[:, None] * load[None, :]
-    coarse = np.unique(np.r_[np.arange(0, len(rho_grid), _COARSE), len(rho_grid) - 1])
+    coarse = _coarse(len(rho_grid))
     out = np.full(len(rho_grid), -np.inf)
-    out[coarse] = _reml(a, y, v[coarse])
+    out[coarse] = _reml(a, y, v[coarse]) if known is None else known
     near = coarse[out[coarse] >= out[coarse].max() - _REACH]
     lo, hi = max(int(near.min()) - _COARSE, 0), min(int(near.max()) + _COARSE, len(rho_grid) - 1)
     out[lo : hi + 1] = _reml(a, y, v[lo : hi + 1])
