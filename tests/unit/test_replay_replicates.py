@@ -189,3 +189,40 @@ def test_replicates_keep_the_base_enabled_and_work_with_a_prefix_design() -> Non
             i = r["row"]
             y[i], sd[i] = (y[i] + r["energy_j"]) / 2, math.hypot(sd[i], r["sigma_j"]) / 2
         assert d["noise_rms_pct"] == pytest.approx(100 * float(np.sqrt(np.mean(sd**2)) / np.mean(y)), rel=1e-9)
+
+
+def test_the_pruned_tau_rho_profile_gives_the_full_grids_bounds_and_mean() -> None:
+    """rho_tau_profile refines only the τ near the peak and ρ near each τ's peak; its ρ̂, bound, τ̂ and √E[ρ²] are the
+    full grid's (every (τ, ρ) evaluated), on a design with a neighbour dependence and a per-measurement noise."""
+    from archline.measurement.attribute import replay_design as rd
+
+    rng = np.random.default_rng(11)
+    f, n = 8, 40
+    e = rng.uniform(0.05, 0.3, f)
+    x = np.vstack([np.ones(f), np.zeros(f), rng.random((n - 2, f)) < 0.5]).astype(np.float64)
+    true = 0.05 + x @ e
+    s = 0.002 * true
+    y1 = true * (1 + 0.02 * rng.normal(size=n)) + s * rng.normal(size=n)
+    rows = np.arange(0, n, 4)
+    y2 = true[rows] * (1 + 0.02 * rng.normal(size=rows.size)) + s[rows] * rng.normal(size=rows.size)
+    k = np.ones(n)
+    k[rows] = 2
+    y, sm, ysq = y1.copy(), s.copy(), y1**2
+    y[rows], sm[rows], ysq[rows] = (y1[rows] + y2) / 2, np.sqrt(2) * s[rows] / 2, (y1[rows] ** 2 + y2**2) / 2
+    args = (x, y, sm, e, ysq, k, y1[rows] - y2, 2 * s[rows] ** 2, y1[rows] ** 2 + y2**2)
+    got = rd.rho_tau_profile(*args)
+    a = rd._model_matrix(x)
+    load = np.square(x) @ (e**2)
+    full = np.array([
+        rd._reml(a, y, (sm**2 + t**2 * ysq / k)[None, :] + np.square(rd.RHO_GRID)[:, None] * load[None, :])
+        for t in rd.TAU_GRID
+    ]) + rd._diff_loglik(args[6], args[7], args[8], rd.TAU_GRID)[:, None]  # fmt: skip
+    assert np.isfinite(got).sum() < 0.5 * got.size  # it did prune
+    for ll in (got, full):
+        assert np.all(np.isfinite(ll.max(axis=1)))
+    assert rd._bound(got.max(axis=0), rd.RHO_GRID) == rd._bound(full.max(axis=0), rd.RHO_GRID)
+    assert rd._bound(got.max(axis=1), rd.TAU_GRID) == rd._bound(full.max(axis=1), rd.TAU_GRID)
+    m = full.max()
+    with np.errstate(divide="ignore"):
+        fold = [rd._fold(m + np.log(np.sum(np.exp(ll - m), axis=0))) for ll in (got, full)]
+    assert fold[0] == pytest.approx(fold[1], rel=1e-9)
