@@ -3,7 +3,7 @@
 Usage (GPU machine):
     python benchmarks/sensor_contention.py [--seconds 90] [--half-s 2] [--copies 16] [--gpu 0]
         [--cpus auto|none|LIST] [--json FILE]
-    python benchmarks/sensor_contention.py --summarize FILE.json [FILE.json ...]      (any machine)
+    python benchmarks/sensor_contention.py --summarize FILE.json[.xz] [...]      (any machine)
 
 Why: toggling the sensors on real loops did not resolve their share of the default's cost (docs/attribution.md,
 sessions 13-16): those loops' time moves by tens of per cent within seconds. A sampler runs in archline's process, on
@@ -38,6 +38,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import lzma
 import math
 import os
 import subprocess
@@ -348,9 +349,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.summarize is not None:
         for path in a.summarize:
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
+                raw = lzma.decompress(path.read_bytes()) if path.suffix == ".xz" else path.read_bytes()
+                doc = json.loads(raw.decode("utf-8"))
                 halves, states, got = analysed(doc)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
+            except (OSError, ValueError, KeyError, TypeError, lzma.LZMAError) as exc:
                 print(f"sensor_contention: {path}: not a run's JSON ({exc.__class__.__name__}: {exc})", file=sys.stderr)
                 return 2
             print(f"== {path.name}: {len(halves)} halves of {doc['half_s']:g} s, {len(cycles_of(halves, states))} "

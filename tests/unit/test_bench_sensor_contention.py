@@ -152,8 +152,11 @@ def test_summarize_of_a_broken_file_is_one_line_exit_2(
 def test_the_session_18_runs_redo_the_docs_table(mod: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     """docs/attribution.md "Session 18": one sampler against none, and 16, on two H100s; neither bounded to 3 %."""
     d = Path(__file__).resolve().parents[2] / "results/h100/bench/sensor-contention-s18"
-    files = sorted(d.glob("sensor_contention-GPU-*.json"))
-    assert [f.name for f in files] == ["sensor_contention-GPU-2cc41057.json", "sensor_contention-GPU-c7661d05.json"]
+    files = sorted(d.glob("sensor_contention-GPU-*.json.xz"))
+    assert [f.name for f in files] == [
+        "sensor_contention-GPU-2cc41057.json.xz",
+        "sensor_contention-GPU-c7661d05.json.xz",
+    ]
     assert mod.main(["--summarize", *map(str, files)]) == 0
     out = capsys.readouterr().out
     assert "one vs none: mean +0.54 % [-2.19 .. +3.71 %] UNRESOLVED" in out and "n=45 cycles" in out
@@ -170,7 +173,7 @@ def test_the_session_19_run_without_the_dose_redoes_the_docs_table(
     """docs/attribution.md "Session 19": one sampler against none alone (``--copies 1``), 100 cycles on H100
     GPU-cedf2c17; still not bounded to 3 %."""
     root = Path(__file__).resolve().parents[2]
-    f = root / "results/h100/bench/sensor-contention-s19/sensor_contention-GPU-cedf2c17.json"
+    f = root / "results/h100/bench/sensor-contention-s19/sensor_contention-GPU-cedf2c17.json.xz"
     assert mod.main(["--summarize", str(f)]) == 0
     out = capsys.readouterr().out
     assert "one vs none: mean +1.72 % [-0.48 .. +4.05 %] UNRESOLVED" in out and "n=100 cycles" in out
