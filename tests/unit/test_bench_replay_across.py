@@ -99,12 +99,13 @@ def test_the_session_18_pairs_print_their_docs_lines(
     assert ("PASS" in verdict) == (rc == 0)
 
 
-@pytest.mark.parametrize("board", ["346936bb", "cedf2c17"])
+@pytest.mark.parametrize("board", ["346936bb", "cedf2c17", "baacff4a"])
 @pytest.mark.parametrize("workload", ["transformer", "resnet50"])
 def test_the_session_19_pairs_of_the_largest_groups_print_their_docs_blocks(
     mod: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, board: str, workload: str
 ) -> None:
-    """Session 19's pairs (H100 GPU-346936bb, plan_s19a; GPU-cedf2c17, plan_s19b, which asked for an H200), the five
+    """Session 19's pairs (H100 GPU-346936bb, plan_s19a; GPU-cedf2c17, plan_s19b; GPU-baacff4a, plan_s19a again; the
+    last two asked for an H200), the five
     groups ranked by CUPTI's busy time in the whole step: each prints its whole block of
     docs/data/replay_across_s19.txt and passes, and each run's note says how the groups were ranked."""
     monkeypatch.chdir(ROOT)
