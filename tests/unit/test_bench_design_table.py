@@ -142,3 +142,13 @@ def test_the_session_18_runs_print_their_table_in_the_docs(capsys: pytest.Captur
     # the ±15 % share of kernel energy: the links design's held-out run above the busy design's, as the docs say
     share = {line.split()[0]: float(line.split()[-2]) for line in got[1:3]}
     assert share["GPU-4626eead"] > share["GPU-c7661d05"]
+
+
+def test_the_session_19_run_prints_its_table_in_the_docs(capsys: pytest.CaptureFixture[str]) -> None:
+    """plan_s19d (H100 GPU-5b444d43, an H200 asked for): the default rules held out once more; ρ̂ 4.9 %, nothing within
+    ±15 %."""
+    run = ROOT / "results" / "h100" / "attribution-s19" / "heldout-links-GPU-5b444d43"
+    assert _load().main([str(run)]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s19.txt").read_text().splitlines()
+    assert got[1].split()[:2] == ["GPU-5b444d43", "transformer"] and float(got[1].split()[-2]) == 0.0

@@ -83,3 +83,11 @@ def test_the_session_18_run_sets_print_their_docs_table(capsys: pytest.CaptureFi
         ["10", "8", "8"],
         ["10", "8", "8"],
     ]  # both transformers: 8 of 10
+
+
+def test_the_session_19_run_set_prints_its_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    run = ROOT / "results" / "h100" / "attribution-s19" / "heldout-links-GPU-5b444d43"
+    assert load_bench("top10_table").main([str(run)]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "top10_table_s19.txt").read_text().splitlines()
+    assert got[1].split()[-3:] == ["10", "6", "8"]
