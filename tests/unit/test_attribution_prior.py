@@ -309,6 +309,8 @@ def test_a_capped_prior_stays_out_of_the_scale_calibration_and_is_named_with_its
     assert fit["columns"] == len(KERNELS) - 1 and fit["scale"] == pytest.approx(1.0, abs=0.1)
     r = res.table["bn_bwd"]
     assert r.mean_power_w <= 1.05 * 700.0 + 1e-6 and "calibrated on this run" not in r.note
+    # its row says its prior was capped, and gives no breakdown it could not add up
+    assert "capped at the bound" in r.note and "prior's 1 σ" not in r.note
     # the seven sane priors hold their rows near the truth
     assert res.table["conv_bwd"].mean_power_w == pytest.approx(520.0, rel=0.05)
 

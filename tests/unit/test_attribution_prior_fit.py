@@ -342,6 +342,23 @@ def test_a_row_that_leans_on_its_prior_says_what_the_priors_sigma_is_made_of():
     assert not any("its replay prior's 1 σ" in r.note for r in res.kernels if r.dominated_by == "data")
 
 
+def test_priors_taken_as_given_name_replays_floor_in_their_breakdown():
+    """prior_scale="fixed": replay priors without a measured spread are floored at 15 % of their mean, and the note's
+    parts (replay's own σ and the floor) still add up to the prior's σ."""
+    import re
+
+    run = _run(0)
+    res = _attribute(run, _priors(run, 0.03, 0), prior_scale="fixed")
+    led = [r for r in res.kernels if r.dominated_by != "data"]
+    assert led
+    for r in led:
+        m = re.search(r"its replay prior's 1 σ: ([\d.]+) % \(([^)]*), in quadrature\)", r.note)
+        assert m is not None, r.note
+        assert float(m.group(1)) == pytest.approx(15.0, abs=0.05) and "the floor of a prior taken as given" in r.note
+        parts = [float(v) for v in re.findall(r"([\d.]+) %", m.group(2))]
+        assert float(m.group(1)) == pytest.approx(float(np.sqrt(np.sum(np.square(parts)))), abs=0.15)
+
+
 def test_the_prior_parts_note_names_a_design_and_what_narrows_it():
     from archline.measurement.attribute.column_fit import PriorParts
 

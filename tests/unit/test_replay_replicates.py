@@ -218,6 +218,8 @@ def test_the_pruned_tau_rho_profile_gives_the_full_grids_bounds_and_mean() -> No
         for t in rd.TAU_GRID
     ]) + rd._diff_loglik(args[6], args[7], args[8], rd.TAU_GRID)[:, None]  # fmt: skip
     assert np.isfinite(got).sum() < 0.5 * got.size  # it did prune
+    coarse = len(rd._coarse(len(rd.RHO_GRID)))
+    assert any(int(np.isfinite(row).sum()) == coarse for row in got)  # whole τ rows left at their coarse points
     for ll in (got, full):
         assert np.all(np.isfinite(ll.max(axis=1)))
     assert rd._bound(got.max(axis=0), rd.RHO_GRID) == rd._bound(full.max(axis=0), rd.RHO_GRID)

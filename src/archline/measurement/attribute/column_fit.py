@@ -30,8 +30,10 @@ class PriorParts:
     """What a column's prior σ is made of, each relative to the prior's mean (1 σ), combined in quadrature: the
     prior's own spread where it was measured (``measured``; graph replay's in-step σ where ``in_step``), the widening
     for a call time here unlike there (``time``), the spread the run's windows add beyond it (``spread``, 0 unless
-    they refute the measured one) and the uncertainty of its source's scale calibrated on the windows (``scale``).
-    ``total`` is the prior's σ as the fit took it."""
+    they refute the measured one), the uncertainty of its source's scale calibrated on the windows (``scale``) and
+    what a replay prior taken as given without a measured spread gets from the floor of 15 % of its mean
+    (``floor``, :func:`archline.measurement.attribute.prior_fit.fit_priors`). ``total`` is the prior's σ as the fit
+    took it."""
 
     measured: float
     time: float
@@ -39,6 +41,7 @@ class PriorParts:
     scale: float
     total: float
     in_step: bool
+    floor: float = 0.0
 
     def note(self, source: str) -> str:
         """One clause for a row that leans on this prior: its σ and what it is made of, the largest first."""
@@ -48,6 +51,7 @@ class PriorParts:
             (self.time, f"its time per call here against {source}'s"),
             (self.spread, "the spread the windows add"),
             (self.scale, "the priors' scale"),
+            (self.floor, "the floor of a prior taken as given"),
         ]
         parts = ", ".join(f"{name} {100 * v:.1f} %" for v, name in sorted(named, key=lambda t: -t[0]) if v > 0)
         hint = "; a longer replay design narrows part of the in-step σ" if self.in_step and source == "replay" else ""
@@ -225,8 +229,9 @@ def _parts(
 ) -> dict[int, PriorParts]:
     """Each column's :class:`PriorParts` (by column index), from :func:`prior_parts`' measured and time parts and its
     source's scale fit: a calibrated source's prior σ is √(spread² + measured² + time² + scale²) of its mean
-    (:func:`archline.measurement.attribute.prior_fit.calibrate_priors`), an uncalibrated one's √(measured² + time²).
-    Capped priors (``bad``) are left out: their note says why they are wide."""
+    (:func:`archline.measurement.attribute.prior_fit.calibrate_priors`), an uncalibrated one's √(measured² + time²),
+    raised to replay's floor where it has no measured spread (the rest of its σ is then ``floor``). Capped priors
+    (``bad``) are left out: their rows say they were capped (rows.column_rows)."""
     by_source = {f.source: f for f in fits if f.calibrated}
     out: dict[int, PriorParts] = {}
     for j, k in enumerate(active.tolist()):
@@ -236,8 +241,11 @@ def _parts(
         spread = scale = 0.0
         if f is not None:
             spread = 0.0 if math.isfinite(f.rho_measured) and not f.refuted else float(f.rho_up)
-            scale = float(f.scale_se / f.scale) if f.scale > 0 and math.isfinite(f.scale_se) else 0.0
+            scale = float(f.scale_se / max(f.scale, 1e-3)) if math.isfinite(f.scale_se) else 0.0
+        total = float(psd[j] / pm[j])
+        known = math.sqrt(float(raw[j, 0]) ** 2 + float(raw[j, 1]) ** 2 + spread**2 + scale**2)
+        floor = math.sqrt(total**2 - known**2) if total > known * (1.0 + 1e-9) else 0.0
         out[int(k)] = PriorParts(
-            float(raw[j, 0]), float(raw[j, 1]), spread, scale, float(psd[j] / pm[j]), bool(np.isfinite(ctx[j]))
+            float(raw[j, 0]), float(raw[j, 1]), spread, scale, total, bool(np.isfinite(ctx[j])), floor
         )
     return out

@@ -181,7 +181,8 @@ def rho_tau_profile(
     # others stay at their coarse points, below e^-30 of the peak, where they add nothing to a bound or a mean.
     top = float(np.max(out[:, coarse] + d[:, None]))
     for i, tau in enumerate(tau_grid):
-        if float(np.max(out[i, coarse])) + d[i] >= top - _REACH:
+        # a NaN anywhere (top or this row) refines every row, as before the pruning
+        if not float(np.max(out[i, coarse])) + d[i] < top - _REACH:
             base = sigma**2 + tau**2 * ysq / k
             out[i] = _sparse_profile(a, y, base, load, rho_grid, known=out[i, coarse])
     return out + d[:, None]

@@ -231,6 +231,12 @@ def column_rows(
         if parts is not None and t_short > 0 and dominance(weight) != "data":
             clause = parts.note(src)
             note = f"{note}; {clause}" if note else clause
+        elif k in cols.impossible_priors and t_short > 0:
+            clause = (
+                f"its {src} prior was above this kernel's bound here: capped at the bound, its σ widened by "
+                "ln(prior / bound) (the run's notes)"
+            )
+            note = f"{note}; {clause}" if note else clause
         bound_k = float(cols.bound_w[k]) if cols.bound_w is not None else None
         over = limit_note(power_limit_w, bool(cols.at_limit[k]), e / t_all if t_all > 0 else math.nan, bound_k)
         if over:
