@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -128,48 +128,42 @@ def prior_arrays(
     pm = pooled_mean_w.astype(np.float64).copy()
     psd = pooled_sd_w.astype(np.float64).copy()
     src = ["default"] * active.size
-    if not priors:
-        return pm, psd, src
-    calls, busy = _short_calls(d)
-    for j, k in enumerate(active.tolist()):
-        pr = priors.get(d.col_names[k])
-        if pr is None or d.col_kinds[k] not in ("kernel", "memcpy", "memset") or calls[k] == 0 or busy[k] <= 0:
-            continue
-        mean_dur = busy[k] / calls[k]
+    for j, pr, mean_dur, t_rel in _with_priors(d, active, priors):
         pm[j] = pr.energy_per_call_j / mean_dur
-        # A kernel that runs longer or shorter here than where its prior was measured is not the same
-        # call: its energy may differ by as much, so the prior widens by |ln(time here / time there)|.
-        t_rel = abs(math.log(mean_dur / pr.time_per_call_s)) if pr.time_per_call_s > 0 else 0.0
         psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
         src[j] = pr.source
     return pm, psd, src
 
 
-def _short_calls(d: Design) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-    """Each column's short calls: their count and busy time (s)."""
+def _with_priors(
+    d: Design, active: I64, priors: Mapping[str, KernelPrior]
+) -> Iterator[tuple[int, KernelPrior, float, float]]:
+    """The active columns with a prior of their own and short calls here: (position in ``active``, the prior, the mean
+    traced call time, ``|ln(time here / time there)|``). A kernel that runs longer or shorter here than where its
+    prior was measured is not the same call: its energy may differ by as much, so its prior widens by that."""
+    if not priors:
+        return
     short = np.ones(d.act_s.size, bool)
     short[d.long_idx] = False
     n_cols = len(d.col_names)
     dur = d.act_e - d.act_s
     calls = np.bincount(d.act_col[short], minlength=n_cols)
     busy = np.bincount(d.act_col[short], weights=dur[short], minlength=n_cols)
-    return calls.astype(np.int64), busy.astype(np.float64)
-
-
-def prior_parts(d: Design, active: NDArray[np.int64], priors: Mapping[str, KernelPrior]) -> NDArray[np.float64]:
-    """What each active column's prior σ is made of, relative to its mean (1 σ; rows NaN where it has no prior of
-    its own): the prior's own spread where it was measured (graph replay's σ, the in-step σ of a design), and
-    ``|ln(time here / time there)|``, the widening for a call time that differs (:func:`prior_arrays`)."""
-    out = np.full((active.size, 2), math.nan)
-    if not priors:
-        return out
-    calls, busy = _short_calls(d)
     for j, k in enumerate(active.tolist()):
         pr = priors.get(d.col_names[k])
         if pr is None or d.col_kinds[k] not in ("kernel", "memcpy", "memset") or calls[k] == 0 or busy[k] <= 0:
             continue
-        mean_dur = busy[k] / calls[k]
+        mean_dur = float(busy[k] / calls[k])
         t_rel = abs(math.log(mean_dur / pr.time_per_call_s)) if pr.time_per_call_s > 0 else 0.0
+        yield j, pr, mean_dur, t_rel
+
+
+def prior_parts(d: Design, active: I64, priors: Mapping[str, KernelPrior]) -> F64:
+    """What each active column's prior σ is made of, relative to its mean (1 σ; rows NaN where it has no prior of
+    its own): the prior's own spread where it was measured (graph replay's σ, the in-step σ of a design), and
+    ``|ln(time here / time there)|``, the widening for a call time that differs (:func:`prior_arrays`)."""
+    out = np.full((active.size, 2), math.nan)
+    for j, pr, _, t_rel in _with_priors(d, active, priors):
         out[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
     return out
 
