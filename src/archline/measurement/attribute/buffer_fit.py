@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,7 +16,7 @@ from archline.measurement.clean import drop_repeats, find_displaced, undisplace
 from archline.measurement.response import kernel_support_s, rect_response
 from archline.measurement.sensor_model import SensorModel
 
-__all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays", "prior_context_spread", "prior_parts"]
+__all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays", "prior_context_spread"]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -119,30 +119,22 @@ def prior_arrays(
     pooled_mean_w: F64,
     pooled_sd_w: F64,
     priors: Mapping[str, KernelPrior],
-) -> tuple[F64, F64, list[str]]:
-    """Prior mean and 1 σ of each active column's power (W), and each column's prior source.
+) -> tuple[F64, F64, list[str], F64]:
+    """Prior mean and 1 σ of each active column's power (W), each column's prior source, and what the σ of a prior
+    of its own is made of, relative to its mean (columns × 2, NaN where the default holds): the prior's own spread
+    where it was measured (graph replay's σ, the in-step σ of a design), and ``|ln(time here / time there)|``.
 
     A kernel with a :class:`KernelPrior` gets its energy per call divided by its mean traced
-    call time; every other column the weakly informative pooled default.
+    call time; every other column the weakly informative pooled default. A kernel that runs longer or shorter
+    here than where its prior was measured is not the same call: its energy may differ by as much, so its prior
+    widens by the log of the times' ratio.
     """
     pm = pooled_mean_w.astype(np.float64).copy()
     psd = pooled_sd_w.astype(np.float64).copy()
     src = ["default"] * active.size
-    for j, pr, mean_dur, t_rel in _with_priors(d, active, priors):
-        pm[j] = pr.energy_per_call_j / mean_dur
-        psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
-        src[j] = pr.source
-    return pm, psd, src
-
-
-def _with_priors(
-    d: Design, active: I64, priors: Mapping[str, KernelPrior]
-) -> Iterator[tuple[int, KernelPrior, float, float]]:
-    """The active columns with a prior of their own and short calls here: (position in ``active``, the prior, the mean
-    traced call time, ``|ln(time here / time there)|``). A kernel that runs longer or shorter here than where its
-    prior was measured is not the same call: its energy may differ by as much, so its prior widens by that."""
+    parts = np.full((active.size, 2), math.nan)
     if not priors:
-        return
+        return pm, psd, src, parts
     short = np.ones(d.act_s.size, bool)
     short[d.long_idx] = False
     n_cols = len(d.col_names)
@@ -153,19 +145,13 @@ def _with_priors(
         pr = priors.get(d.col_names[k])
         if pr is None or d.col_kinds[k] not in ("kernel", "memcpy", "memset") or calls[k] == 0 or busy[k] <= 0:
             continue
-        mean_dur = float(busy[k] / calls[k])
+        mean_dur = busy[k] / calls[k]
+        pm[j] = pr.energy_per_call_j / mean_dur
         t_rel = abs(math.log(mean_dur / pr.time_per_call_s)) if pr.time_per_call_s > 0 else 0.0
-        yield j, pr, mean_dur, t_rel
-
-
-def prior_parts(d: Design, active: I64, priors: Mapping[str, KernelPrior]) -> F64:
-    """What each active column's prior σ is made of, relative to its mean (1 σ; rows NaN where it has no prior of
-    its own): the prior's own spread where it was measured (graph replay's σ, the in-step σ of a design), and
-    ``|ln(time here / time there)|``, the widening for a call time that differs (:func:`prior_arrays`)."""
-    out = np.full((active.size, 2), math.nan)
-    for j, pr, _, t_rel in _with_priors(d, active, priors):
-        out[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
-    return out
+        psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
+        src[j] = pr.source
+        parts[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
+    return pm, psd, src, parts
 
 
 def prior_context_spread(d: Design, active: I64, priors: Mapping[str, KernelPrior]) -> F64:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from archline.measurement.attribute.buffer_fit import power_bounds, prior_arrays, prior_context_spread, prior_parts
+from archline.measurement.attribute.buffer_fit import power_bounds, prior_arrays, prior_context_spread
 from archline.measurement.attribute.design import Design
 from archline.measurement.attribute.fit import PowerFit, block_bootstrap, fit_powers
 from archline.measurement.attribute.prior import KernelPrior
@@ -181,7 +181,7 @@ def fit_columns(
     floor = 0.05 * max(mean_w, 1.0)
     psd = np.sqrt((prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
-    pm, psd, prior_src = prior_arrays(d, active, pm, psd, priors)
+    pm, psd, prior_src, raw_parts = prior_arrays(d, active, pm, psd, priors)
     ctx = prior_context_spread(d, active, priors)
     upper = power_bounds(d, active, power_limit_w, x, power_ceiling_w)
     # Before the scale is calibrated, on purpose: a prior the board cannot draw would pull its source's scale
@@ -191,7 +191,7 @@ def fit_columns(
     pm, psd, bad = cap_impossible_priors(pm, psd, prior_src, upper)
     left_out = np.isin(np.arange(pm.size), bad)
     pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx, uncalibrated=left_out)
-    parts = _parts(prior_parts(d, active, priors), ctx, pm, psd, prior_src, scale_fits, bad, active)
+    parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
     at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
@@ -227,7 +227,7 @@ def fit_columns(
 def _parts(
     raw: F64, ctx: F64, pm: F64, psd: F64, src: list[str], fits: list[ScaleFit], bad: list[int], active: I64
 ) -> dict[int, PriorParts]:
-    """Each column's :class:`PriorParts` (by column index), from :func:`prior_parts`' measured and time parts and its
+    """Each column's :class:`PriorParts` (by column index), from :func:`prior_arrays`' measured and time parts and its
     source's scale fit: a calibrated source's prior σ is √(spread² + measured² + time² + scale²) of its mean
     (:func:`archline.measurement.attribute.prior_fit.calibrate_priors`), an uncalibrated one's √(measured² + time²),
     raised to replay's floor where it has no measured spread (the rest of its σ is then ``floor``). Capped priors
