@@ -152,3 +152,15 @@ def test_the_session_19_run_prints_its_table_in_the_docs(capsys: pytest.CaptureF
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_table_s19.txt").read_text().splitlines()
     assert got[1].split()[:2] == ["GPU-5b444d43", "transformer"] and float(got[1].split()[-2]) == 0.0
+
+
+def test_the_session_20_design_four_times_as_long_prints_its_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """plan_s20a (H100 GPU-c4fd4b97): the transformer's design of 320 configurations, four times the default; ρ̂ 3.9 %,
+    26.2 % of the kernel energy within ±15 %, the median half-width 18.8 % (27.3 % in session 19's run)."""
+    run = ROOT / "results" / "h100" / "attribution-s20" / "design320-GPU-c4fd4b97"
+    assert _load().main([str(run)]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "design_table_s20.txt").read_text().splitlines()
+    row = got[1].split()
+    assert row[:4] == ["GPU-c4fd4b97", "transformer", "halves", "320"]
+    assert float(row[-2]) == 26.2 and float(row[-1]) < 27.3

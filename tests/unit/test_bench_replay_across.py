@@ -120,3 +120,16 @@ def test_the_session_19_pairs_of_the_largest_groups_print_their_docs_blocks(
     for run in (a, b):
         notes = json.loads((ROOT / run / "replay.json").read_text())["notes"]
         assert any("the largest by busy time in the whole step (CUPTI)" in n for n in notes)
+
+
+def test_the_session_20_pair_prints_its_docs_table(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """plan_s20b (an H200 asked for, H100 GPU-a6c5c5da lent): the transformer's five largest groups across two
+    processes print docs/data/replay_across_s20.txt and pass, coarsely: one group is too noisy to judge."""
+    monkeypatch.chdir(ROOT)
+    d = Path("results") / "h100" / "replay-across-s20-GPU-a6c5c5da"
+    assert mod.main([str(d / "a" / "transformer"), str(d / "b" / "transformer")]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "replay_across_s20.txt").read_text().splitlines()
+    assert "PASS (coarse" in got[-1] and "0 of 5 groups outside 3 %" in got[-1] and "1 too noisy" in got[-1]

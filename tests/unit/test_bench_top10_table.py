@@ -91,3 +91,12 @@ def test_the_session_19_run_set_prints_its_docs_table(capsys: pytest.CaptureFixt
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "top10_table_s19.txt").read_text().splitlines()
     assert got[1].split()[-3:] == ["10", "6", "8"]
+
+
+def test_the_session_20_run_set_prints_its_docs_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """plan_s20a (H100 GPU-c4fd4b97, design of 320 configurations): all ten within 15 % of their isolated replay."""
+    run = ROOT / "results" / "h100" / "attribution-s20" / "design320-GPU-c4fd4b97"
+    assert load_bench("top10_table").main([str(run)]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "top10_table_s20.txt").read_text().splitlines()
+    assert got[1].split()[-3:] == ["10", "10", "10"]
