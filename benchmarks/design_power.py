@@ -85,7 +85,14 @@ def _rows(run: Path, name: str) -> tuple[list[Row], dict[str, Any], float, float
     rho = float(d.get("rho_fold", d.get("rho_up", math.nan)))
     e_all = [float(g["context_j"]) for g in groups if g.get("context_j")]
     m2 = float(np.mean(np.square(e_all)))
-    priors = priors_from_replay(groups, design=d)
+    # the time part as the run took it: since session 20 against the CUPTI busy time beyond the calls' common shift
+    # (its "prior_time_common"), before it against the design's wall-time share of the replays
+    common = (att.get("extra") or {}).get("prior_time_common", math.nan)
+    new_rule = "prior_time_common" in (att.get("extra") or {})
+    if not new_rule:
+        groups = [{k: v for k, v in g.items() if k != "busy_time_s"} for g in groups]
+    priors = priors_from_replay(groups, design=d if new_rule else {k: v for k, v in d.items() if k != "factor_busy_s"})
+    shift = float(common) if common is not None else math.nan
     # priors are keyed by the groups' demangled names, as the attribution's rows are (prior.py)
     names = demangle([str(g.get("group", "")) for g in groups])
     by_name = {names.get(g["group"], g["group"]): g for g in groups if g.get("context_j")}
@@ -103,7 +110,8 @@ def _rows(run: Path, name: str) -> tuple[list[Row], dict[str, Any], float, float
             continue
         e, sig = float(g["context_j"]), float(g["context_sigma_j"])
         fold = rho * math.sqrt(2.0 * (e * e + m2))
-        t = abs(math.log(float(r["mean_time_s"]) / pr.time_per_call_s))
+        ln_ratio = math.log(float(r["mean_time_s"]) / pr.time_per_call_s)
+        t = abs(ln_ratio - shift) if pr.time_source == "busy" and math.isfinite(shift) else abs(ln_ratio)
         k = hw / (Z95 * math.sqrt((sig / e) ** 2 + t * t + scale * scale))
         rows.append(Row(float(r["energy_j"]), e, math.sqrt(max(sig * sig - fold * fold, 0.0)), t, scale, k))
     if not rows:

@@ -334,3 +334,39 @@ def test_a_column_left_out_of_the_calibration_keeps_replays_floor_and_is_not_sca
     (f,) = fits
     assert f.columns == 3 and f.scale == pytest.approx(1.2, rel=0.05)
     assert m[:3] == pytest.approx(1.2 * truth[:3], rel=0.05)
+
+
+def test_a_replay_priors_time_is_its_kernels_cupti_busy_time_where_replay_traced_it(tmp_path):
+    """Like with like (session 20): the program's calls are timed by CUPTI, so a prior carries its group's CUPTI busy
+    time in the whole step where replay traced it, before the design's wall-time share and the lone replay's time;
+    a busy-model design's factor_busy_s stands in for replays before the column; time_source says which it is."""
+    from archline.cli.run_cmd import read_replay_priors
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import REPLAY_COLUMNS, write_replay
+
+    assert REPLAY_COLUMNS[-1] == "busy_time_s"
+    rows = [
+        ReplayRow("gemm", "kernel", 4, 0.005, 2.4, 0.02, 480.0, context_j=2.0, context_sigma_j=0.08,
+                  context_time_s=0.0036, group_time_s=0.004, busy_time_s=0.0042),
+        ReplayRow("relu", "kernel", 2, 0.001, 0.2, 0.002, 200.0, context_j=0.2, context_sigma_j=0.02,
+                  context_time_s=0.0008, group_time_s=0.001),
+        ReplayRow("copy", "kernel", 1, 0.001, 0.1, 0.001, 100.0, group_time_s=0.0005),
+    ]  # fmt: skip
+    res = ReplayResult(2.5, 0.01, 0.005, rows=rows)
+    res.design = {"rho_up": 0.05}
+    rd = RunDir.create(tmp_path / "r", Manifest.new("replay", gpu={"name": "fake"}))
+    write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+    rd.finish("complete")
+    for p in (read_replay_priors(tmp_path / "r"), priors_from_replay(res)):
+        assert p["gemm"].time_per_call_s == pytest.approx(0.00105) and p["gemm"].time_source == "busy"
+        assert p["relu"].time_per_call_s == pytest.approx(0.0004) and p["relu"].time_source == "step"
+        assert p["copy"].time_per_call_s == pytest.approx(0.0005) and p["copy"].time_source == "alone"
+    # a busy-model design of session 17-18 recorded each factor's busy time in the whole step
+    old = [r.to_row() | {"busy_time_s": None} for r in rows]
+    design = {"rho_up": 0.05, "factor_names": ["gemm", "relu"], "factor_busy_s": [0.0044, 0.0012]}
+    q = priors_from_replay(old, design=design)
+    assert q["gemm"].time_per_call_s == pytest.approx(0.0011) and q["relu"].time_per_call_s == pytest.approx(0.0006)
+    assert q["relu"].time_source == "busy" and q["copy"].time_source == "alone"
+    # lists of different lengths are not a record to trust: the design's fit of the wall time is used instead
+    r = priors_from_replay(old, design={**design, "factor_busy_s": [0.0044]})
+    assert r["gemm"].time_source == "step" and r["gemm"].time_per_call_s == pytest.approx(0.0009)

@@ -369,3 +369,47 @@ def test_the_prior_parts_note_names_a_design_and_what_narrows_it():
     )
     q = PriorParts(measured=0.1, time=0.0, spread=0.0, scale=0.0, total=0.1, in_step=False)
     assert q.note("model") == "its model prior's 1 σ: 10.0 % (model's σ 10.0 %, in quadrature)"
+
+
+def test_time_common_is_the_energy_weighted_median_of_at_least_five():
+    from archline.measurement.attribute.buffer_fit import MIN_COMMON, time_common
+
+    assert MIN_COMMON == 5
+    assert time_common([0.1, -0.2, 0.0, 0.05, 0.3], [1, 1, 1, 1, 1]) == pytest.approx(0.05)
+    assert time_common([0.1, -0.2, 0.0, 0.05, 0.3], [1, 10, 1, 1, 1]) == pytest.approx(-0.2)
+    assert math.isnan(time_common([0.1, 0.2, 0.3, 0.4], [1, 1, 1, 1]))
+    assert math.isnan(time_common([0.1, 0.2, 0.3, 0.4, 0.5], [0, 0, 0, 0, 0]))
+
+
+def test_a_shift_every_cupti_timed_prior_shares_does_not_widen_them_but_a_kernels_own_does():
+    """Priors timed as the program's calls are (CUPTI, time_source busy) whose times are all 25 % longer than here:
+    the common shift is taken out, so they stay as narrow as at the right time and the note names the shift; the
+    same shift on priors timed by the replays' wall time (time_source step) widens each by |ln 1.25|. A kernel 10 %
+    slower than the others beyond the shift keeps that 10 % in its breakdown."""
+    import re
+
+    run = _run(1)
+    base = _priors(run, 0.0, 1)
+    measured = {n: replace(p, sd_j=0.02 * p.energy_per_call_j, context_rel_sd=0.02) for n, p in base.items()}
+    res0 = _attribute(run, {n: replace(p, time_per_call_s=run.mean_call_s(n), time_source="busy")
+                            for n, p in measured.items()})  # fmt: skip
+    busy = {n: replace(p, time_per_call_s=run.mean_call_s(n) * 1.25, time_source="busy") for n, p in measured.items()}
+    res1 = _attribute(run, busy)
+    step = {n: replace(p, time_source="step") for n, p in busy.items()}
+    res2 = _attribute(run, step)
+    h0, h1, h2 = (np.median([_half(r) for r in res.kernels]) for res in (res0, res1, res2))
+    assert h1 == pytest.approx(h0, rel=0.02) and h2 > 1.5 * h1, (h0, h1, h2)
+    assert res1.extra["prior_time_common"] == pytest.approx(-math.log(1.25), abs=1e-6)
+    assert any("calls here run -20.0 % against replay's" in n for n in res1.notes)
+    assert res0.extra["prior_time_common"] == pytest.approx(0.0, abs=1e-9) and res2.extra["prior_time_common"] is None
+    odd = next(r.name for r in res1.kernels if r.dominated_by == "prior")  # a row its prior sets
+    busy[odd] = replace(busy[odd], time_per_call_s=busy[odd].time_per_call_s * 1.1)
+    res3 = _attribute(run, busy)
+    row = next(r for r in res3.kernels if r.name == odd)
+    m = re.search(r"its time per call here against replay's beyond the calls' common -20\.0 % ([\d.]+) %", row.note)
+    assert m is not None and float(m.group(1)) == pytest.approx(100 * math.log(1.1), abs=0.1), row.note
+    others = [r for r in res3.kernels if r.name != odd and "prior's 1 σ" in r.note]
+    assert others
+    for r in others:  # the others' own time part is nothing (a part of 0 is not named) or under 0.1 %
+        m = re.search(r"beyond the calls' common -20\.0 % ([\d.]+) %", r.note)
+        assert m is None or float(m.group(1)) < 0.1, r.note

@@ -444,3 +444,33 @@ def test_a_plain_exception_from_the_tracer_falls_back_too() -> None:
     res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=broken)
     assert isolated(res) == ["long3", "long2", "long1", "long0"]
     assert any("CUPTI did not trace (Exception: CUPTI_ERROR_NOT_INITIALIZED)" in n for n in res.notes)
+
+
+def test_each_kernel_row_keeps_its_cupti_busy_time_where_the_timer_traced_and_none_where_it_did_not() -> None:
+    """Session 20: the busy times that rank the groups are kept in each kernel row (``busy_time_s``, per step in the
+    whole step), so a prior is timed as the program's calls are; with a design every factor's row has one. Without a
+    timer, or with one that cannot trace, the rows have none."""
+    from archline.errors import CUPTIUnavailableError
+
+    nodes = long_and_hot()
+    truth: dict[str, float] = {}
+    for n in nodes:
+        truth[n.name] = truth.get(n.name, 0.0) + n.time_s
+    gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+    res = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=gpu.busy_times)
+    kernels = [r for r in res.rows if r.group in truth]
+    assert len(kernels) == 4 and all(r.busy_time_s == pytest.approx(truth[r.group], rel=1e-3) for r in kernels)
+    assert all(r.busy_time_s is None for r in res.rows if r.group not in truth)  # the rest, the fixed cost
+    gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+    design = replay_energy(gpu, NoisyMeasure(gpu, seed=2), gpu.clock, top=4, marginal=False, design=40, design_seed=4,
+                           busy_timer=gpu.busy_times)  # fmt: skip
+    fitted = [r for r in design.rows if r.context_j is not None and r.group in truth]
+    assert len(fitted) == len(truth) and all(r.busy_time_s == pytest.approx(truth[r.group], rel=1e-3) for r in fitted)
+
+    def broken(fn: Any) -> dict[str, float]:
+        raise CUPTIUnavailableError("no CUPTI here")
+
+    for timer in (None, broken):
+        gpu = FakeGraphGPU(nodes, fixed_s=FIXED_S, fixed_w=FIXED_W)
+        plain = replay_energy(gpu, NoisyMeasure(gpu, seed=1), gpu.clock, top=4, marginal=False, busy_timer=timer)
+        assert all(r.busy_time_s is None for r in plain.rows)

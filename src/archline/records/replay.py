@@ -22,7 +22,8 @@ REPLAY_FILES = {
 #: With a randomized design, ``context_j`` ± ``context_sigma_j`` is the group's energy inside the step (files
 #: written before the design have no such columns: readers take them as empty), ``context_time_s`` its time in
 #: the step; ``nonfinite_reps`` the repetitions behind the row that ended with the step's state non-finite
-#: (both written from session 9 on: session 8's files lack them).
+#: (both written from session 9 on: session 8's files lack them); ``busy_time_s`` a kernel group's busy time per step
+#: in the whole step as CUPTI traces it (from session 20 on).
 REPLAY_COLUMNS = (
     "group",
     "kind",
@@ -43,6 +44,7 @@ REPLAY_COLUMNS = (
     "run_noise_pct",
     "energy_runs_j",
     "nonfinite_reps",
+    "busy_time_s",
 )
 
 

@@ -412,6 +412,13 @@ def attribute_energy(
     if data.source == "buffer":
         notes.append(f"kernel powers fitted on {data.x.shape[0]} power-buffer windows, scaled to the energy counter")
     notes += [f.note() for f in cols.scale_fits]
+    if math.isfinite(cols.time_common):
+        notes.append(
+            f"priors timed by CUPTI in graph replay, as this run's calls are: the calls here run "
+            f"{100 * (math.exp(cols.time_common) - 1):+.1f} % against replay's (the median weighted by energy), "
+            "a shift every kernel shares and the priors' scale takes; each such prior widens by its own time "
+            "difference beyond it"
+        )
     if cols.impossible_priors:
         named = [
             f"{d.col_names[k][:60]} ({w:.0f} W)"
@@ -472,5 +479,6 @@ def attribute_energy(
             "prior_scale": opts.prior_scale,
             "prior_fit": {f.source: f.to_json() for f in cols.scale_fits},
             "capped_priors_w": extra_capped,
+            "prior_time_common": cols.time_common if math.isfinite(cols.time_common) else None,
         },
     )

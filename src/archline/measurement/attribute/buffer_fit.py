@@ -16,7 +16,15 @@ from archline.measurement.clean import drop_repeats, find_displaced, undisplace
 from archline.measurement.response import kernel_support_s, rect_response
 from archline.measurement.sensor_model import SensorModel
 
-__all__ = ["LIMIT_SLACK", "buffer_design", "power_bounds", "prior_arrays", "prior_context_spread"]
+__all__ = [
+    "LIMIT_SLACK",
+    "MIN_COMMON",
+    "buffer_design",
+    "power_bounds",
+    "prior_arrays",
+    "prior_context_spread",
+    "time_common",
+]
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -119,39 +127,69 @@ def prior_arrays(
     pooled_mean_w: F64,
     pooled_sd_w: F64,
     priors: Mapping[str, KernelPrior],
-) -> tuple[F64, F64, list[str], F64]:
-    """Prior mean and 1 σ of each active column's power (W), each column's prior source, and what the σ of a prior
+) -> tuple[F64, F64, list[str], F64, float]:
+    """Prior mean and 1 σ of each active column's power (W), each column's prior source, what the σ of a prior
     of its own is made of, relative to its mean (columns × 2, NaN where the default holds): the prior's own spread
-    where it was measured (graph replay's σ, the in-step σ of a design), and ``|ln(time here / time there)|``.
+    where it was measured (graph replay's σ, the in-step σ of a design), and its time part; and the common shift
+    (ln) taken out of the time parts of priors timed by CUPTI (NaN where none was).
 
     A kernel with a :class:`KernelPrior` gets its energy per call divided by its mean traced
     call time; every other column the weakly informative pooled default. A kernel that runs longer or shorter
     here than where its prior was measured is not the same call: its energy may differ by as much, so its prior
-    widens by the log of the times' ratio.
+    widens by the log of the times' ratio. Where at least :data:`MIN_COMMON` priors carry their kernels' CUPTI busy
+    time (``time_source`` ``busy``: timed as the program's calls are), the time part of each of them is
+    ``|ln(time here / time there) − common|``, ``common`` the median of their log ratios weighted by the prior's
+    energy in this run: a shift that every kernel shares (clocks, the tracer) moves every prior alike, which the
+    priors' scale calibrated on the windows takes; a kernel's own difference beyond it is its own. The others keep
+    ``|ln(time here / time there)|`` (a wall-time share of a replay is not a kernel's duration, docs/attribution.md
+    "Session 20").
     """
     pm = pooled_mean_w.astype(np.float64).copy()
     psd = pooled_sd_w.astype(np.float64).copy()
     src = ["default"] * active.size
     parts = np.full((active.size, 2), math.nan)
     if not priors:
-        return pm, psd, src, parts
+        return pm, psd, src, parts, math.nan
     short = np.ones(d.act_s.size, bool)
     short[d.long_idx] = False
     n_cols = len(d.col_names)
     dur = d.act_e - d.act_s
     calls = np.bincount(d.act_col[short], minlength=n_cols)
     busy = np.bincount(d.act_col[short], weights=dur[short], minlength=n_cols)
+    got: list[tuple[int, KernelPrior, float, float]] = []  # (position, prior, mean call time here, ln ratio)
     for j, k in enumerate(active.tolist()):
         pr = priors.get(d.col_names[k])
         if pr is None or d.col_kinds[k] not in ("kernel", "memcpy", "memset") or calls[k] == 0 or busy[k] <= 0:
             continue
         mean_dur = busy[k] / calls[k]
+        ln_ratio = math.log(mean_dur / pr.time_per_call_s) if pr.time_per_call_s > 0 else math.nan
+        got.append((j, pr, float(mean_dur), ln_ratio))
+    timed = [(j, pr, r) for j, pr, _, r in got if pr.time_source == "busy" and math.isfinite(r)]
+    common = time_common([r for _, _, r in timed], [pr.energy_per_call_j * calls[active[j]] for j, pr, _ in timed])
+    for j, pr, mean_dur, ln_ratio in got:
         pm[j] = pr.energy_per_call_j / mean_dur
-        t_rel = abs(math.log(mean_dur / pr.time_per_call_s)) if pr.time_per_call_s > 0 else 0.0
+        shift = common if pr.time_source == "busy" and math.isfinite(common) else 0.0
+        t_rel = abs(ln_ratio - shift) if math.isfinite(ln_ratio) else 0.0
         psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
         src[j] = pr.source
         parts[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
-    return pm, psd, src, parts
+    return pm, psd, src, parts, common
+
+
+#: The fewest priors timed by CUPTI whose common time shift :func:`prior_arrays` takes out of their time parts.
+MIN_COMMON = 5
+
+
+def time_common(ln_ratios: Sequence[float], weights: Sequence[float]) -> float:
+    """The weighted median of the priors' ``ln(time here / time there)`` (the weights: each prior's energy in the
+    run), NaN with fewer than :data:`MIN_COMMON` of them or no positive weight."""
+    r = np.asarray(ln_ratios, np.float64)
+    w = np.asarray(weights, np.float64)
+    if r.size < MIN_COMMON or not np.all(np.isfinite(w)) or not np.any(w > 0):
+        return math.nan
+    order = np.argsort(r)
+    cum = np.cumsum(np.maximum(w[order], 0.0))
+    return float(r[order][int(np.searchsorted(cum, 0.5 * cum[-1]))])
 
 
 def prior_context_spread(d: Design, active: I64, priors: Mapping[str, KernelPrior]) -> F64:

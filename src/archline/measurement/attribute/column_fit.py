@@ -42,18 +42,30 @@ class PriorParts:
     total: float
     in_step: bool
     floor: float = 0.0
+    #: The calls' common ln(time here / time there) that ``time`` is beyond (priors timed by CUPTI); NaN: none.
+    common: float = math.nan
 
     def note(self, source: str) -> str:
         """One clause for a row that leans on this prior: its σ and what it is made of, the largest first."""
         kind = "in-step σ" if self.in_step else "σ"
         named = [
             (self.measured, f"{source}'s {kind}"),
-            (self.time, f"its time per call here against {source}'s"),
+            (
+                self.time,
+                f"its time per call here against {source}'s"
+                + (
+                    f" beyond the calls' common {100 * math.expm1(self.common):+.1f} %"
+                    if math.isfinite(self.common)
+                    else ""
+                ),
+            ),
             (self.spread, "the spread the windows add"),
             (self.scale, "the priors' scale"),
             (self.floor, "the floor of a prior taken as given"),
         ]
-        parts = ", ".join(f"{name} {100 * v:.1f} %" for v, name in sorted(named, key=lambda t: -t[0]) if v > 0)
+        # a part that rounds to nothing is not named
+        kept = sorted(((v, name) for v, name in named if round(100 * v, 1) > 0), key=lambda t: -t[0])
+        parts = ", ".join(f"{name} {100 * v:.1f} %" for v, name in kept)
         hint = "; a longer replay design narrows part of the in-step σ" if self.in_step and source == "replay" else ""
         return f"its {source} prior's 1 σ: {100 * self.total:.1f} % ({parts}, in quadrature{hint})"
 
@@ -89,6 +101,9 @@ class ColumnFit:
     bound_w: F64 | None = None
     #: What each column's prior σ is made of (columns with a replay or model prior of their own, not capped).
     prior_parts: dict[int, PriorParts] | None = None
+    #: The common ln(time here / time there) taken out of the time parts of the priors timed by CUPTI
+    #: (:func:`archline.measurement.attribute.buffer_fit.time_common`); NaN where none was.
+    time_common: float = math.nan
 
 
 def cap_impossible_priors(pm: F64, psd: F64, src: list[str], upper: F64) -> tuple[F64, F64, list[int]]:
@@ -181,7 +196,7 @@ def fit_columns(
     floor = 0.05 * max(mean_w, 1.0)
     psd = np.sqrt((prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
-    pm, psd, prior_src, raw_parts = prior_arrays(d, active, pm, psd, priors)
+    pm, psd, prior_src, raw_parts, common = prior_arrays(d, active, pm, psd, priors)
     ctx = prior_context_spread(d, active, priors)
     upper = power_bounds(d, active, power_limit_w, x, power_ceiling_w)
     # Before the scale is calibrated, on purpose: a prior the board cannot draw would pull its source's scale
@@ -191,7 +206,7 @@ def fit_columns(
     pm, psd, bad = cap_impossible_priors(pm, psd, prior_src, upper)
     left_out = np.isin(np.arange(pm.size), bad)
     pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx, uncalibrated=left_out)
-    parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active)
+    parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active, common, priors, d)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
     at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
@@ -221,17 +236,29 @@ def fit_columns(
         impossible_prior_w=tuple(float(over_w[j]) for j in bad),
         bound_w=bound,
         prior_parts=parts,
+        time_common=common,
     )
 
 
 def _parts(
-    raw: F64, ctx: F64, pm: F64, psd: F64, src: list[str], fits: list[ScaleFit], bad: list[int], active: I64
+    raw: F64,
+    ctx: F64,
+    pm: F64,
+    psd: F64,
+    src: list[str],
+    fits: list[ScaleFit],
+    bad: list[int],
+    active: I64,
+    common: float = math.nan,
+    priors: Mapping[str, KernelPrior] | None = None,
+    d: Design | None = None,
 ) -> dict[int, PriorParts]:
     """Each column's :class:`PriorParts` (by column index), from :func:`prior_arrays`' measured and time parts and its
     source's scale fit: a calibrated source's prior σ is √(spread² + measured² + time² + scale²) of its mean
     (:func:`archline.measurement.attribute.prior_fit.calibrate_priors`), an uncalibrated one's √(measured² + time²),
     raised to replay's floor where it has no measured spread (the rest of its σ is then ``floor``). Capped priors
-    (``bad``) are left out: their rows say they were capped (rows.column_rows)."""
+    (``bad``) are left out: their rows say they were capped (rows.column_rows). A prior timed by CUPTI whose time
+    part is beyond the ``common`` shift says so."""
     by_source = {f.source: f for f in fits if f.calibrated}
     out: dict[int, PriorParts] = {}
     for j, k in enumerate(active.tolist()):
@@ -245,7 +272,9 @@ def _parts(
         total = float(psd[j] / pm[j])
         known = math.sqrt(float(raw[j, 0]) ** 2 + float(raw[j, 1]) ** 2 + spread**2 + scale**2)
         floor = math.sqrt(total**2 - known**2) if total > known * (1.0 + 1e-9) else 0.0
+        pr = priors.get(d.col_names[k]) if priors is not None and d is not None else None
+        beyond = common if pr is not None and pr.time_source == "busy" else math.nan
         out[int(k)] = PriorParts(
-            float(raw[j, 0]), float(raw[j, 1]), spread, scale, total, bool(np.isfinite(ctx[j])), floor
+            float(raw[j, 0]), float(raw[j, 1]), spread, scale, total, bool(np.isfinite(ctx[j])), floor, beyond
         )
     return out

@@ -36,6 +36,10 @@ class KernelPrior:
     context_rel_sd: float = math.nan
     #: The kernel's time per call where the prior was measured (s); NaN where unknown.
     time_per_call_s: float = math.nan
+    #: What that time is: ``busy``, the kernel's own duration as CUPTI traces it (as the attribution times a
+    #: program's calls); ``step``, the group's share of the replays' wall time (the design's additive fit); ``alone``,
+    #: its lone replay's time beyond an empty one; "" where unknown.
+    time_source: str = ""
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.energy_per_call_j) and self.energy_per_call_j > 0):
@@ -59,8 +63,11 @@ def priors_from_replay(
     as :attr:`KernelPrior.context_rel_sd`; otherwise
         its isolated energy ± its σ, floored at ``min_rel_sd`` (by default tiny: how far the isolated energy is
         from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
-        by the group's nodes per step, and carries the group's time per call: in the step (``context_time_s``)
-        with a design, else its own time beyond an empty replay (``group_time_s``), where measured. Names are
+        by the group's nodes per step, and carries the group's time per call: its kernels' busy time in the whole step
+        as CUPTI traced it (``busy_time_s``, from session 20 on; else the design's ``factor_busy_s`` where a busy
+        model ran), which is what the attribution traces in the program; else in the step (``context_time_s``, the
+        design's fit of the replays' wall times) with a design, else its own time beyond an empty replay
+        (``group_time_s``), where measured. Names are
         demangled as the attribution's are; the lumped and copy groups give none, nor does an isolated energy whose
         repetitions ended with the step's state non-finite (``nonfinite_reps``).
     """
@@ -70,6 +77,10 @@ def priors_from_replay(
     rows = list(rows)
     # the ρ the design folded into its σ: √E[ρ²] since session 12, its 95 % bound before
     rho = _num((design or {}).get("rho_fold", (design or {}).get("rho_up")))
+    # a busy-model design's CUPTI busy time of each factor in the whole step, for replays without busy_time_s
+    d = design or {}
+    f_names, f_busy = d.get("factor_names") or [], d.get("factor_busy_s") or []
+    factor_busy = dict(zip(f_names, f_busy, strict=True)) if len(f_names) == len(f_busy) else {}
     # Graph nodes carry mangled names (cuFuncGetName); the attribution's rows are demangled.
     names = demangle([str(r.get("group", "")) for r in rows])
     out: dict[str, KernelPrior] = {}
@@ -80,15 +91,20 @@ def priors_from_replay(
             continue
         # The group's own time (beyond an empty replay's), never the isolated replay's whole time.
         t = _num(r.get("group_time_s"))
-        t_call = t / n if math.isfinite(t) and t > 0 else math.nan
+        t_call, t_src = (t / n, "alone") if math.isfinite(t) and t > 0 else (math.nan, "")
+        # Like with like: the kernels' CUPTI busy time in the whole step, as the program's calls are timed.
+        busy = _num(r.get("busy_time_s"))
+        busy = busy if math.isfinite(busy) and busy > 0 else _num(factor_busy.get(name))
+        busy_call = (busy / n, "busy") if math.isfinite(busy) and busy > 0 else None
         ctx, ctx_sd = _num(r.get("context_j")), _num(r.get("context_sigma_j"))
         if math.isfinite(ctx) and ctx > 0 and math.isfinite(ctx_sd) and ctx_sd > 0:
             # The design's energy goes with the design's time in the step; an isolated replay's time carries
             # the lone replay's launch per node (30-60 % more per call on the H100 runs, docs/attribution.md).
             tc = _num(r.get("context_time_s"))
+            call, src = busy_call or ((tc / n, "step") if math.isfinite(tc) and tc > 0 else (t_call, t_src))
             out[names.get(name, name)] = KernelPrior(
                 ctx / n, ctx_sd / n, "replay", context_rel_sd=rho if math.isfinite(rho) else math.nan,
-                time_per_call_s=tc / n if math.isfinite(tc) and tc > 0 else t_call,
+                time_per_call_s=call, time_source=src,
             )  # fmt: skip
             continue
         e, sig = _num(r.get("energy_j")), _num(r.get("energy_sigma_j"))
@@ -98,7 +114,8 @@ def priors_from_replay(
             continue  # measured partly on NaN weights: no evidence of the kernel's energy in the program
         e_call = e / n
         sd = max(abs(sig) / n if math.isfinite(sig) else 0.0, min_rel_sd * e_call, REPLAY_TINY_REL_SD * 1e-3 * e_call)
-        out[names.get(name, name)] = KernelPrior(e_call, sd, "replay", time_per_call_s=t_call)
+        call, src = busy_call or (t_call, t_src)
+        out[names.get(name, name)] = KernelPrior(e_call, sd, "replay", time_per_call_s=call, time_source=src)
     return out
 
 

@@ -457,6 +457,11 @@ def replay_energy(
         if ctx is not None:
             _add_context(res, t, plan, times, ctx)
         res.rows = [replace(r, group_time_s=_group_time(r, times, bases)) if r.group in times else r for r in res.rows]
+        if ranked_by == BY_BUSY:  # each kernel group's CUPTI busy time, to compare with a program's traced calls
+            res.rows = [
+                replace(r, busy_time_s=ranking[r.group]) if r.group in ranking and r.kind == "kernel" else r
+                for r in res.rows
+            ]
         if t.primes:
             res.notes.append(
                 f"every measurement and timing with nodes switched off was preceded by one whole step, unmeasured "

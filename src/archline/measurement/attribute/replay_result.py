@@ -62,6 +62,10 @@ class ReplayRow:
     nonfinite_reps: int = 0
     #: With a design: the group's time per step inside the step (s), fitted like its energy.
     context_time_s: float | None = None
+    #: A kernel group's busy time per step in the whole step (s): CUPTI's kernel records of the replays that rank the
+    #: groups (replay.py's ``_ranking``), as the attribution times a program's calls; None where CUPTI did not trace
+    #: (and in replays before session 20).
+    busy_time_s: float | None = None
 
     def to_row(self) -> dict[str, Any]:
         out = dict(self.__dict__)
