@@ -1,0 +1,38 @@
+"""benchmarks/time_parts.py: session 18's busy run prints docs/data/time_parts_s20.txt line for line (the one shipped
+run whose replay recorded CUPTI busy times), a replay without them is named and skipped, and a run set without a
+summary is a one-line exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.helpers.bench import load_bench
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def mod() -> ModuleType:
+    return load_bench("time_parts")
+
+
+def test_session_18s_runs_print_the_docs_table(mod: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = sorted((ROOT / "results" / "h100" / "attribution-s18").glob("*"))
+    assert mod.main([str(r) for r in runs]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == (ROOT / "docs" / "data" / "time_parts_s20.txt").read_text().splitlines()
+    cells = next(line.split() for line in got if "GPU-c7661d05 transformer" in line)
+    # the transformer's time part, energy-weighted: 6.8 % by session 19's rule, 3.0 % by session 20's
+    assert [float(c) for c in cells[5:]] == [-2.9, 6.8, 8.2, 3.0, 2.4]
+    assert any("GPU-4626eead transformer skipped: no CUPTI busy time" in line for line in got)
+
+
+def test_a_run_set_without_a_summary_is_one_line_exit_2(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert mod.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no readable summary.json" in err[0]
