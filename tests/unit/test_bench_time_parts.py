@@ -4,6 +4,10 @@ skipped, and a run set without a summary is a one-line exit 2."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -41,3 +45,17 @@ def test_a_run_set_without_a_summary_is_one_line_exit_2(
     assert mod.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no readable summary.json" in err[0]
+
+
+@pytest.mark.skipif(not os.environ.get("ARCHLINE_SLOW_TESTS"), reason="two CPU redos: set ARCHLINE_SLOW_TESTS=1")
+def test_the_time_rule_redo_prints_its_docs_file() -> None:
+    """scripts/redo_time_rule.sh (session 18's busy run redone from its trace in the history, by each rule) prints
+    docs/data/time_rule_redo_s20.txt: 9.5 % within ±15 % by session 19's rule, 26.5 % by session 20's (post hoc)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the repository's history (the raw trace)")
+    env = {**os.environ, "PYTHON": sys.executable}
+    out = subprocess.run(
+        [str(ROOT / "scripts" / "redo_time_rule.sh")], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == (ROOT / "docs" / "data" / "time_rule_redo_s20.txt").read_text().splitlines()
+    assert "9.5 % of kernel energy" in out[1] and "26.5 % of kernel energy" in out[7]

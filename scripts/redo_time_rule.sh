@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Post hoc (session 20): session 18's held-out busy run (H100 GPU-c7661d05, the one transformer run whose replay
+# recorded each group's CUPTI busy time; it suggested the rule) redone on the CPU from its raw CUPTI trace, with its
+# replay priors timed by session 19's rule (the design's wall-time share: factor_busy_s taken out of a copy of its
+# replay.json) and by session 20's (CUPTI busy time beyond the calls' common shift). Prints issue 13's figures of
+# each; docs/data/time_rule_redo_s20.txt is its output.
+#
+#   scripts/redo_time_rule.sh
+set -eu
+cd "$(dirname "$0")/.."
+py=${PYTHON:-python3}
+run=results/h100/attribution-s18/heldout-busy-GPU-c7661d05
+trace=cupti-1154-1795742951272430846.bin.xz
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cp -r "$run" "$tmp/set"
+git show "df59dde:$run/transformer-run/raw/cupti/$trace" >"$tmp/$trace"
+cp -r "$tmp/set/transformer-replay" "$tmp/replay-s19"
+"$py" - "$tmp/replay-s19/replay.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+r = json.load(open(p))
+r["design"].pop("factor_busy_s")
+json.dump(r, open(p, "w"))
+PY
+for rule in s19 s20; do
+  replay=$tmp/set/transformer-replay
+  [ "$rule" = s19 ] && replay=$tmp/replay-s19
+  "$py" benchmarks/redo_attribution.py "$tmp/set/transformer-run" --cupti "$tmp/$trace" --prior-replay "$replay" \
+    >"$tmp/$rule.txt" 2>&1
+  grep -E "^  identifiable:|^PASS/FAIL|calls here run" "$tmp/$rule.txt" | sed -e "s|^|$rule |" -e "s|$tmp/set/||g" | cut -c1-220
+done
