@@ -33,6 +33,9 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_sets import each_workload
+
 #: The designs the table predicts: (configurations, share each group is on in).
 DESIGNS = ((80, 0.5), (320, 0.5), (1280, 0.5), (320, 0.3), (320, 0.7))
 #: ρ_f's grid for the largest that reaches the target (fractions).
@@ -148,43 +151,25 @@ def _rho80(rows: list[Row], total_j: float, m2: float, n0: int, n: int, time: bo
     return f"{100 * max(ok):.1f}" if ok else "none"
 
 
+def _line(att: dict[str, Any], got: tuple[list[Row], dict[str, Any], float, float]) -> str:
+    rows, d, m2, total = got
+    n0, rho = int(d["configurations"]), float(d.get("rho_fold", d.get("rho_up", math.nan)))
+    run_share = 100 * float(att.get("identifiable_within_15pct_share") or 0.0)
+    cells = " ".join(f"{share(rows, total, m2, n0, n, p, rho):8.1f}" for n, p in DESIGNS)
+    own = share(rows, total, m2, n0, n0, 0.5, rho)
+    return (
+        f"{n0:4d} {100 * rho:5.1f} {run_share:5.1f} {own:6.1f}  "
+        f"{cells}  {share(rows, total, m2, n0, LONG, 0.5, rho, time=False):7.1f}  "
+        f"{_rho80(rows, total, m2, n0, LONG, True):>5s} {_rho80(rows, total, m2, n0, LONG, False):>7s}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=Path)
     a = ap.parse_args(argv)
     print(HEAD)
-    for run in a.runs:
-        try:
-            summ = json.loads((run / "summary.json").read_text())
-        except (OSError, ValueError) as exc:
-            print(f"design_power: {run}: no readable summary.json ({exc})", file=sys.stderr)
-            return 2
-        for name, att in summ.get("workloads", {}).items():
-            board = str(summ.get("board", "?")).split()[-1][:12]
-            gen, sess = run.parent.parent.name[:4], run.parent.name.removeprefix("attribution-")[:4]
-            label = f"{gen:4s} {sess:4s} {board:12s} {name[:11]:11s}"
-            if "error" in att:
-                print(f"{label:34s} skipped: the run failed")
-                continue
-            try:
-                got = _rows(run, name)
-            except (OSError, ValueError, KeyError) as exc:
-                print(f"design_power: {run / name}: unreadable ({exc})", file=sys.stderr)
-                return 2
-            if isinstance(got, str):
-                print(f"{label:34s} skipped: {got}")
-                continue
-            rows, d, m2, total = got
-            n0, rho = int(d["configurations"]), float(d.get("rho_fold", d.get("rho_up", math.nan)))
-            run_share = 100 * float(att.get("identifiable_within_15pct_share") or 0.0)
-            cells = " ".join(f"{share(rows, total, m2, n0, n, p, rho):8.1f}" for n, p in DESIGNS)
-            own = share(rows, total, m2, n0, n0, 0.5, rho)
-            print(
-                f"{label:34s} {n0:4d} {100 * rho:5.1f} {run_share:5.1f} {own:6.1f}  "
-                f"{cells}  {share(rows, total, m2, n0, LONG, 0.5, rho, time=False):7.1f}  "
-                f"{_rho80(rows, total, m2, n0, LONG, True):>5s} {_rho80(rows, total, m2, n0, LONG, False):>7s}"
-            )
-    return 0
+    return each_workload(a.runs, "design_power", _rows, _line)
 
 
 if __name__ == "__main__":

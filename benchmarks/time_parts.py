@@ -7,8 +7,11 @@ and ``<workload>-run/``). For each kernel row of the run with a replay prior of 
 19's, ``|ln(time here / time in replay)|`` with replay's time the design's fit of the replays' wall time
 (``context_time_s``), and session 20's, against the group's CUPTI busy time in the whole step (``busy_time_s``, or a
 busy design's ``factor_busy_s``) beyond the calls' common shift (the energy-weighted median of the log ratios,
-``buffer_fit.time_common``). "Here" is the row's mean call time in the program (CUPTI). Printed per workload: the rows
-compared, the common shift, and each rule's energy-weighted mean and plain median time part (%). A workload whose
+``buffer_fit.time_common``); between them, the busy time without that shift. "Here" is the row's mean call time in
+the program (CUPTI, all its calls; the attribution takes its short calls only, nearly all of a training step's);
+the weights are each prior's energy in the run (its energy per call × the row's calls), as the attribution's, and
+the priors the run capped at their bound are left out, as the attribution leaves them out. Printed per workload:
+the rows compared, the common shift, and each rule's weighted mean and plain median time part (%). A workload whose
 replay recorded no busy time is named and skipped.
 """
 
@@ -24,14 +27,18 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_sets import each_workload
+
 HEAD = (
     f"{'gpu  set  board        workload':34s} {'rows':>4s} {'common%':>8s}  "
-    f"{'s19 mean':>8s} {'median':>6s}  {'s20 mean':>8s} {'median':>6s}"
+    f"{'s19 mean':>8s} {'median':>6s}  {'busy mean':>9s} {'median':>6s}  {'s20 mean':>8s} {'median':>6s}"
 )
 
 
-def _parts(run: Path, name: str) -> tuple[int, float, float, float, float, float] | str:
-    """(rows, common shift, s19's energy-weighted mean and median, s20's) in %, or why the workload is skipped."""
+def _parts(run: Path, name: str) -> tuple[float, ...] | str:
+    """(rows, common shift, s19's energy-weighted mean and median, the busy time's without the shift, s20's) in %, or
+    why the workload is skipped."""
     from archline.core.activity import demangle
     from archline.measurement.attribute.buffer_fit import time_common
 
@@ -39,27 +46,30 @@ def _parts(run: Path, name: str) -> tuple[int, float, float, float, float, float
     d = rep.get("design") or {}
     with (run / f"{name}-replay" / "replay.csv").open(newline="") as fh:
         groups = list(csv.DictReader(fh))
-    busy = dict(zip(d.get("factor_names") or [], d.get("factor_busy_s") or [], strict=False))
+    f_names, f_busy = d.get("factor_names") or [], d.get("factor_busy_s") or []
+    busy = dict(zip(f_names, f_busy, strict=True)) if len(f_names) == len(f_busy) else {}  # as prior.py reads it
     names = demangle([str(g.get("group", "")) for g in groups])
-    by_name: dict[str, tuple[float, float]] = {}  # demangled name -> (context time per call, busy time per call)
+    # demangled name -> (context time per call, busy time per call, the prior's energy per call)
+    by_name: dict[str, tuple[float, float, float]] = {}
     for g in groups:
         n = int(float(g.get("nodes_per_step") or 0))
         ctx = float(g.get("context_time_s") or "nan")
         bt = float(g.get("busy_time_s") or busy.get(g["group"], math.nan) or math.nan)
         if n > 0 and g.get("context_j") and ctx > 0 and bt > 0:
-            by_name[names.get(g["group"], g["group"])] = (ctx / n, bt / n)
+            by_name[names.get(g["group"], g["group"])] = (ctx / n, bt / n, float(g["context_j"]) / n)
     if not by_name:
         return "no CUPTI busy time in its replay"
     att: dict[str, Any] = json.loads((run / f"{name}-run" / "attribution.json").read_text())
+    capped = set((att.get("extra") or {}).get("capped_priors_w") or {})  # left out, as the attribution leaves them
     old, new, w = [], [], []
     for r in att["rows"]:
         t = by_name.get(r["name"])
-        if r.get("kind") != "kernel" or t is None or not float(r.get("mean_time_s") or 0) > 0:
+        if r.get("kind") != "kernel" or t is None or r["name"] in capped or not float(r.get("mean_time_s") or 0) > 0:
             continue
         here = float(r["mean_time_s"])
         old.append(math.log(here / t[0]))
         new.append(math.log(here / t[1]))
-        w.append(float(r["energy_j"]))
+        w.append(t[2] * float(r["calls"]))  # the prior's energy in the run, as buffer_fit.prior_arrays weights it
     if len(new) < 2:
         return "fewer than two rows to compare"
     a, b, wt = np.array(old), np.array(new), np.array(w)
@@ -74,9 +84,16 @@ def _parts(run: Path, name: str) -> tuple[int, float, float, float, float, float
         100 * math.expm1(common) if math.isfinite(common) else math.nan,
         mean(np.abs(a)),
         float(100 * np.median(np.abs(a))),
+        mean(np.abs(b)),
+        float(100 * np.median(np.abs(b))),
         mean(b_rel),
         float(100 * np.median(b_rel)),
     )
+
+
+def _line(att: dict[str, Any], got: tuple[float, ...]) -> str:
+    n, common, om, omed, bm, bmed, nm, nmed = got
+    return f"{int(n):4d} {common:+8.1f}  {om:8.1f} {omed:6.1f}  {bm:9.1f} {bmed:6.1f}  {nm:8.1f} {nmed:6.1f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,30 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+", type=Path)
     a = ap.parse_args(argv)
     print(HEAD)
-    for run in a.runs:
-        try:
-            summ = json.loads((run / "summary.json").read_text())
-        except (OSError, ValueError) as exc:
-            print(f"time_parts: {run}: no readable summary.json ({exc})", file=sys.stderr)
-            return 2
-        board = str(summ.get("board", "?")).split()[-1][:12]
-        gen, sess = run.parent.parent.name[:4], run.parent.name.removeprefix("attribution-")[:4]
-        for name, att in summ.get("workloads", {}).items():
-            label = f"{gen:4s} {sess:4s} {board:12s} {name[:11]:11s}"
-            if "error" in att:
-                print(f"{label:34s} skipped: the run failed")
-                continue
-            try:
-                got = _parts(run, name)
-            except (OSError, ValueError, KeyError) as exc:
-                print(f"time_parts: {run / name}: unreadable ({exc})", file=sys.stderr)
-                return 2
-            if isinstance(got, str):
-                print(f"{label:34s} skipped: {got}")
-                continue
-            n, common, om, omed, nm, nmed = got
-            print(f"{label:34s} {n:4d} {common:+8.1f}  {om:8.1f} {omed:6.1f}  {nm:8.1f} {nmed:6.1f}")
-    return 0
+    return each_workload(a.runs, "time_parts", _parts, _line)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,11 @@
 # Here, with no other change, as plan_s19d ran the default rules (links model, 250 s design):
 #   1. the transformer's attribution, then benchmarks/design_table.py, top10_table.py, time_parts.py and
 #      design_power.py on it;
-#   2. the same for ResNet-50 (channels_last, as its replays across processes), if the time left allows.
+#   2. then the same for ResNet-50 (channels_last, as its replays across processes).
 # Judged by issue 13's rule: the share of kernel energy in identifiable rows within ±15 % (95 %), the top ten against
 # graph replay's isolated energies. design_power.py says what to expect: with ρ_f of 2-5 % and the time part at
-# about 3 %, well short of 80 % (docs/attribution.md "Session 20"). About 8 minutes a workload on an H100.
+# about 3 %, well short of 80 % (docs/attribution.md "Session 20"). About 8 minutes a workload on an H100, 16 in
+# all: longer than one call, so run it detached (scripts/device_bg.sh start 580 plan_s21a, then wait).
 # Locally, first: scripts/slim_tree.sh out (the tree is over the device tool's 64 MiB), and back after the call.
 #
 #   OUT=/dir scripts/plan_s21a.sh          (scripts/device_bg.sh start WAIT plan_s21a runs it detached)

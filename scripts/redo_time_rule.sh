@@ -27,6 +27,6 @@ for rule in s19 s20; do
   replay=$tmp/set/transformer-replay
   [ "$rule" = s19 ] && replay=$tmp/replay-s19
   "$py" benchmarks/redo_attribution.py "$tmp/set/transformer-run" --cupti "$tmp/$trace" --prior-replay "$replay" \
-    >"$tmp/$rule.txt" 2>&1
+    >"$tmp/$rule.txt" 2>&1 || { cat "$tmp/$rule.txt" >&2; echo "redo_time_rule: the $rule redo failed" >&2; exit 1; }
   grep -E "^  identifiable:|^PASS/FAIL|calls here run" "$tmp/$rule.txt" | sed -e "s|^|$rule |" -e "s|$tmp/set/||g" | cut -c1-220
 done

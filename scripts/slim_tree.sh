@@ -14,11 +14,15 @@ stash=${ARCHLINE_STASH:-/tmp/archline-results-stash}
 case "${1:-}" in
   out)
     [ -e "$stash" ] && { echo "slim_tree: $stash exists: run 'scripts/slim_tree.sh back' first" >&2; exit 2; }
+    [ -z "$(git status --porcelain -- results)" ] || { echo "slim_tree: results/ has changes: commit them first" >&2; exit 2; }
     mkdir -p "$stash"
     n=0
     for d in results/*/attribution-* results/*/replay-across-* results/h200/node; do
       [ -d "$d" ] || continue
-      mkdir -p "$stash/$(dirname "$d")" && mv "$d" "$stash/$d" && n=$((n + 1))
+      if ! { mkdir -p "$stash/$(dirname "$d")" && mv "$d" "$stash/$d"; }; then
+        echo "slim_tree: could not move $d (moved so far: $n; 'scripts/slim_tree.sh back' brings them back)" >&2; exit 1
+      fi
+      n=$((n + 1))
     done
     echo "$n folders of results/ moved to $stash" ;;
   back)
@@ -26,7 +30,10 @@ case "${1:-}" in
     n=0
     while IFS= read -r d; do
       [ -e "$d" ] && { echo "slim_tree: $d exists here: not overwriting it (the rest stays in $stash)" >&2; exit 2; }
-      mkdir -p "$(dirname "$d")" && mv "$stash/$d" "$d" && n=$((n + 1))
+      if ! { mkdir -p "$(dirname "$d")" && mv "$stash/$d" "$d"; }; then
+        echo "slim_tree: could not move $d back (the rest stays in $stash)" >&2; exit 1
+      fi
+      n=$((n + 1))
     done < <(cd "$stash" && find results -mindepth 2 -maxdepth 2 -type d | sort)
     find "$stash" -depth -type d -empty -delete
     [ -e "$stash" ] && { echo "slim_tree: $stash still holds files" >&2; exit 2; }

@@ -69,6 +69,7 @@ def test_a_replay_ranks_its_groups_by_cuptis_busy_time() -> None:
     chosen = [r for g, r in rows.items() if r.measurable and r.energy_j == r.energy_j and not g.startswith("[")]
     # the 4096² GEMM, not the first kernel captured: alone it draws more than every other node together
     assert len(chosen) == 1 and chosen[0].energy_j > rows[REST].energy_j, res.rows
-    # session 20: the row keeps the busy time that ranked it, the GEMM's CUPTI duration per step (a 4096³ bf16/fp32
-    # GEMM runs for well over a microsecond and far under the half-second budget)
-    assert chosen[0].busy_time_s is not None and 1e-6 < chosen[0].busy_time_s < 0.5, chosen[0]
+    # session 20: the row keeps the busy time that ranked it, the GEMM's CUPTI duration per step: 2·4096³ flop run
+    # at 10-1000 TFLOP/s on any data-centre GPU: 0.14-14 ms
+    busy = chosen[0].busy_time_s
+    assert busy is not None and 1.0e-4 < busy < 2.0e-2, chosen[0]

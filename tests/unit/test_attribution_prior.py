@@ -337,20 +337,22 @@ def test_a_column_left_out_of_the_calibration_keeps_replays_floor_and_is_not_sca
 
 
 def test_a_replay_priors_time_is_its_kernels_cupti_busy_time_where_replay_traced_it(tmp_path):
-    """Like with like (session 20): the program's calls are timed by CUPTI, so a prior carries its group's CUPTI busy
-    time in the whole step where replay traced it, before the design's wall-time share and the lone replay's time;
-    a busy-model design's factor_busy_s stands in for replays before the column; time_source says which it is."""
+    """Like with like (session 20): the program's calls are timed by CUPTI, so a design's prior carries its group's
+    CUPTI busy time in the whole step where replay traced it, before the design's wall-time share; a busy-model
+    design's factor_busy_s stands in for replays before the column; an isolated energy keeps the lone replay's time;
+    time_source says which it is."""
     from archline.cli.run_cmd import read_replay_priors
     from archline.records import Manifest, RunDir
     from archline.records.replay import REPLAY_COLUMNS, write_replay
 
-    assert REPLAY_COLUMNS[-1] == "busy_time_s"
+    assert "busy_time_s" in REPLAY_COLUMNS
     rows = [
         ReplayRow("gemm", "kernel", 4, 0.005, 2.4, 0.02, 480.0, context_j=2.0, context_sigma_j=0.08,
                   context_time_s=0.0036, group_time_s=0.004, busy_time_s=0.0042),
         ReplayRow("relu", "kernel", 2, 0.001, 0.2, 0.002, 200.0, context_j=0.2, context_sigma_j=0.02,
                   context_time_s=0.0008, group_time_s=0.001),
-        ReplayRow("copy", "kernel", 1, 0.001, 0.1, 0.001, 100.0, group_time_s=0.0005),
+        # an isolated energy keeps the lone replay's time even where CUPTI timed the group in the whole step
+        ReplayRow("copy", "kernel", 1, 0.001, 0.1, 0.001, 100.0, group_time_s=0.0005, busy_time_s=0.0003),
     ]  # fmt: skip
     res = ReplayResult(2.5, 0.01, 0.005, rows=rows)
     res.design = {"rho_up": 0.05}

@@ -413,3 +413,40 @@ def test_a_shift_every_cupti_timed_prior_shares_does_not_widen_them_but_a_kernel
     for r in others:  # the others' own time part is nothing (a part of 0 is not named) or under 0.1 %
         m = re.search(r"beyond the calls' common -20\.0 % ([\d.]+) %", r.note)
         assert m is None or float(m.group(1)) < 0.1, r.note
+
+
+def test_the_common_shift_is_taken_out_only_where_the_priors_scale_is_calibrated_and_not_from_a_capped_prior():
+    """Review of session 20: with prior_scale "fixed" nothing takes a shift every prior shares, so CUPTI-timed priors
+    keep their whole |ln ratio| (as wide as the same priors timed by wall time) and no note claims otherwise; a
+    prior capped at its bound (left out of the calibration) keeps its unshifted width and stays out of the median."""
+    run = _run(1)
+    base = _priors(run, 0.0, 1)
+    measured = {n: replace(p, sd_j=0.02 * p.energy_per_call_j, context_rel_sd=0.02) for n, p in base.items()}
+    busy = {n: replace(p, time_per_call_s=run.mean_call_s(n) * 1.25, time_source="busy") for n, p in measured.items()}
+    step = {n: replace(p, time_source="step") for n, p in busy.items()}
+    fixed_busy, fixed_step = (_attribute(run, pr, prior_scale="fixed") for pr in (busy, step))
+    assert fixed_busy.extra["prior_time_common"] is None
+    assert not any("calls here run" in n for n in fixed_busy.notes)
+    for a, b in zip(fixed_busy.kernels, fixed_step.kernels, strict=True):
+        assert a.name == b.name and _half(a) == pytest.approx(_half(b), rel=1e-9)
+    # a prior 40 times its kernel's energy draws more than its bound (the 600 W limit × 1.05): capped; no other is
+    hot = max(NAMES, key=lambda n: run.truth_per_call_j(n) / run.mean_call_s(n))
+    capped_busy = dict(busy)
+    capped_busy[hot] = replace(busy[hot], energy_per_call_j=40 * busy[hot].energy_per_call_j,
+                               time_per_call_s=run.mean_call_s(hot) * 0.5)  # fmt: skip
+    capped_step = dict(capped_busy)
+    capped_step[hot] = replace(capped_busy[hot], time_source="step")
+    res_b, res_s = (_attribute(run, pr, power_limit_w=600.0) for pr in (capped_busy, capped_step))
+    assert list(res_b.extra["capped_priors_w"]) == [hot] == list(res_s.extra["capped_priors_w"])
+    assert res_b.extra["prior_time_common"] == pytest.approx(-math.log(1.25), abs=1e-6)  # the others' shift only
+    row_b, row_s = (next(r for r in res.kernels if r.name == hot) for res in (res_b, res_s))
+    assert _half(row_b) == pytest.approx(_half(row_s), rel=1e-6)
+
+
+def test_time_common_drops_priors_without_a_finite_ratio_or_a_positive_weight():
+    from archline.measurement.attribute.buffer_fit import time_common
+
+    r = [0.1, -0.2, 0.0, 0.05, 0.3, 9.0, math.nan]
+    assert time_common(r, [1, 1, 1, 1, 1, 0, 1]) == pytest.approx(0.05)  # the zero weight and the NaN ratio drop out
+    assert time_common(r, [1, 1, 1, 1, 1, math.inf, 1]) == pytest.approx(0.05)
+    assert math.isnan(time_common([0.1, 0.2, 0.3, 0.4, 9.0], [1, 1, 1, 1, 0]))  # four left: too few

@@ -31,7 +31,8 @@ def test_the_shipped_designs_print_the_docs_table(mod: ModuleType, capsys: pytes
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "design_power_s20.txt").read_text().splitlines()
     rows = [line.split() for line in got[1:] if "skipped" not in line]
-    # the model reproduces every transformer run at its own design (all its ±15 % rows lean on design priors)
+    # at its own design the model gives back each transformer run's share: by construction (each row's own ratio of
+    # half-width to prior σ), a check of the bookkeeping (which rows, which energy, which denominator)
     for cells in rows:
         if cells[3] == "transformer":
             assert cells[7] == cells[6], cells

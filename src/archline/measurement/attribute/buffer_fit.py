@@ -127,17 +127,21 @@ def prior_arrays(
     pooled_mean_w: F64,
     pooled_sd_w: F64,
     priors: Mapping[str, KernelPrior],
+    shift: NDArray[np.bool_] | None = None,
 ) -> tuple[F64, F64, list[str], F64, float]:
     """Prior mean and 1 σ of each active column's power (W), each column's prior source, what the σ of a prior
     of its own is made of, relative to its mean (columns × 2, NaN where the default holds): the prior's own spread
     where it was measured (graph replay's σ, the in-step σ of a design), and its time part; and the common shift
-    (ln) taken out of the time parts of priors timed by CUPTI (NaN where none was).
+    (ln) taken out of the time parts of priors timed by CUPTI (NaN where none was). ``shift`` (by active position):
+    the columns whose common shift may be taken out; None, none (the caller allows it only where the priors' scale
+    is calibrated on the windows and the prior is not capped: :func:`column_fit.fit_columns`).
 
     A kernel with a :class:`KernelPrior` gets its energy per call divided by its mean traced
     call time; every other column the weakly informative pooled default. A kernel that runs longer or shorter
     here than where its prior was measured is not the same call: its energy may differ by as much, so its prior
     widens by the log of the times' ratio. Where at least :data:`MIN_COMMON` priors carry their kernels' CUPTI busy
-    time (``time_source`` ``busy``: timed as the program's calls are), the time part of each of them is
+    time (``time_source`` ``busy``: timed as the program's calls are) among the ``shift`` columns, the time part of
+    each of them is
     ``|ln(time here / time there) − common|``, ``common`` the median of their log ratios weighted by the prior's
     energy in this run: a shift that every kernel shares (clocks, the tracer) moves every prior alike, which the
     priors' scale calibrated on the windows takes; a kernel's own difference beyond it is its own. The others keep
@@ -164,12 +168,16 @@ def prior_arrays(
         mean_dur = busy[k] / calls[k]
         ln_ratio = math.log(mean_dur / pr.time_per_call_s) if pr.time_per_call_s > 0 else math.nan
         got.append((j, pr, float(mean_dur), ln_ratio))
-    timed = [(j, pr, r) for j, pr, _, r in got if pr.time_source == "busy" and math.isfinite(r)]
+    timed = [
+        (j, pr, r)
+        for j, pr, _, r in got
+        if shift is not None and shift[j] and pr.time_source == "busy" and math.isfinite(r)
+    ]
     common = time_common([r for _, _, r in timed], [pr.energy_per_call_j * calls[active[j]] for j, pr, _ in timed])
+    shifted = {j for j, _, _ in timed} if math.isfinite(common) else set()
     for j, pr, mean_dur, ln_ratio in got:
         pm[j] = pr.energy_per_call_j / mean_dur
-        shift = common if pr.time_source == "busy" and math.isfinite(common) else 0.0
-        t_rel = abs(ln_ratio - shift) if math.isfinite(ln_ratio) else 0.0
+        t_rel = abs(ln_ratio - (common if j in shifted else 0.0)) if math.isfinite(ln_ratio) else 0.0
         psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
         src[j] = pr.source
         parts[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
@@ -182,13 +190,15 @@ MIN_COMMON = 5
 
 def time_common(ln_ratios: Sequence[float], weights: Sequence[float]) -> float:
     """The weighted median of the priors' ``ln(time here / time there)`` (the weights: each prior's energy in the
-    run), NaN with fewer than :data:`MIN_COMMON` of them or no positive weight."""
+    run) over those with a finite ratio and a positive weight, NaN with fewer than :data:`MIN_COMMON` of them."""
     r = np.asarray(ln_ratios, np.float64)
     w = np.asarray(weights, np.float64)
-    if r.size < MIN_COMMON or not np.all(np.isfinite(w)) or not np.any(w > 0):
+    ok = np.isfinite(r) & np.isfinite(w) & (w > 0)
+    r, w = r[ok], w[ok]
+    if r.size < MIN_COMMON:
         return math.nan
     order = np.argsort(r)
-    cum = np.cumsum(np.maximum(w[order], 0.0))
+    cum = np.cumsum(w[order])
     return float(r[order][int(np.searchsorted(cum, 0.5 * cum[-1]))])
 
 

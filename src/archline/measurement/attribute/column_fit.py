@@ -196,16 +196,42 @@ def fit_columns(
     floor = 0.05 * max(mean_w, 1.0)
     psd = np.sqrt((prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
-    pm, psd, prior_src, raw_parts, common = prior_arrays(d, active, pm, psd, priors)
+    base = (pm, psd)
+    pm, psd, prior_src, raw_parts, common = prior_arrays(d, active, *base, priors)
     ctx = prior_context_spread(d, active, priors)
     upper = power_bounds(d, active, power_limit_w, x, power_ceiling_w)
-    # Before the scale is calibrated, on purpose: a prior the board cannot draw would pull its source's scale
-    # down. A capped prior then stays out of the calibration, taken as given (with replay's floor where it
-    # carries no measured spread): scaled, its mean would go back over the bound and pin its row there.
     over_w = pm.copy()
-    pm, psd, bad = cap_impossible_priors(pm, psd, prior_src, upper)
-    left_out = np.isin(np.arange(pm.size), bad)
-    pm, psd, scale_fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx, uncalibrated=left_out)
+
+    def calibrate(pm: F64, psd: F64) -> tuple[F64, F64, list[int], list[ScaleFit]]:
+        # Capped before the scale is calibrated, on purpose: a prior the board cannot draw would pull its source's
+        # scale down. A capped prior then stays out of the calibration, taken as given (with replay's floor where
+        # it carries no measured spread): scaled, its mean would go back over the bound and pin its row there.
+        pm, psd, bad = cap_impossible_priors(pm, psd, prior_src, upper)
+        left_out = np.isin(np.arange(pm.size), bad)
+        pm, psd, fits = fit_priors(prior_scale, x, y_j, pm, psd, prior_src, context_rel_sd=ctx, uncalibrated=left_out)
+        return pm, psd, bad, fits
+
+    # The calls' common time shift comes out of the CUPTI-timed priors' time parts only where their source's scale
+    # is calibrated on the windows (which takes a shift every kernel shares) and only for priors not capped (left out
+    # of that calibration); where the calibration does not happen the unshifted time parts stand (prior_arrays).
+    shifted = None
+    if prior_scale == "fit":
+        # as cap_impossible_priors finds them (the shift moves no mean)
+        capped = np.array(
+            [s != "default" and np.isfinite(u) and m > u for s, u, m in zip(prior_src, upper, pm, strict=True)], bool
+        )
+        got = prior_arrays(d, active, *base, priors, shift=~capped)
+        if math.isfinite(got[4]):
+            cal = calibrate(got[0], got[1])
+            ok = {f.source for f in cal[3] if f.calibrated}
+            timed = {prior_src[j] for j in range(active.size) if not capped[j] and _timed(priors, d, active, j)}
+            if timed <= ok:
+                shifted = (got, cal)
+    if shifted is not None:
+        (_, _, _, raw_parts, common), (pm, psd, bad, scale_fits) = shifted
+    else:
+        common = math.nan
+        pm, psd, bad, scale_fits = calibrate(pm, psd)
     parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active, common, priors, d)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
@@ -238,6 +264,12 @@ def fit_columns(
         prior_parts=parts,
         time_common=common,
     )
+
+
+def _timed(priors: Mapping[str, KernelPrior], d: Design, active: I64, j: int) -> bool:
+    """Whether the active column at position ``j`` has a prior timed by CUPTI (``time_source`` ``busy``)."""
+    pr = priors.get(d.col_names[int(active[j])]) if priors else None
+    return pr is not None and pr.time_source == "busy"
 
 
 def _parts(

@@ -63,11 +63,11 @@ def priors_from_replay(
     as :attr:`KernelPrior.context_rel_sd`; otherwise
         its isolated energy ± its σ, floored at ``min_rel_sd`` (by default tiny: how far the isolated energy is
         from the in-context one is then the attribution's to calibrate, ``prior_fit.py``). Either is divided
-        by the group's nodes per step, and carries the group's time per call: its kernels' busy time in the whole step
-        as CUPTI traced it (``busy_time_s``, from session 20 on; else the design's ``factor_busy_s`` where a busy
-        model ran), which is what the attribution traces in the program; else in the step (``context_time_s``, the
-        design's fit of the replays' wall times) with a design, else its own time beyond an empty replay
-        (``group_time_s``), where measured. Names are
+        by the group's nodes per step, and carries the group's time per call: with a design, its kernels' busy time in
+        the whole step as CUPTI traced it (``busy_time_s``, from session 20 on; else the design's ``factor_busy_s``
+        where a busy model ran), which is how the attribution times the program's calls, else its time in the step
+        (``context_time_s``, the design's fit of the replays' wall times); an isolated energy, its own time beyond an
+        empty replay (``group_time_s``), where measured. Names are
         demangled as the attribution's are; the lumped and copy groups give none, nor does an isolated energy whose
         repetitions ended with the step's state non-finite (``nonfinite_reps``).
     """
@@ -114,8 +114,9 @@ def priors_from_replay(
             continue  # measured partly on NaN weights: no evidence of the kernel's energy in the program
         e_call = e / n
         sd = max(abs(sig) / n if math.isfinite(sig) else 0.0, min_rel_sd * e_call, REPLAY_TINY_REL_SD * 1e-3 * e_call)
-        call, src = busy_call or (t_call, t_src)
-        out[names.get(name, name)] = KernelPrior(e_call, sd, "replay", time_per_call_s=call, time_source=src)
+        # an isolated energy goes with the lone replay's time: the kernel's busy time in the whole step is not the
+        # time of the call it measured (its launch and its company differ), and no common shift is its to share
+        out[names.get(name, name)] = KernelPrior(e_call, sd, "replay", time_per_call_s=t_call, time_source=t_src)
     return out
 
 
