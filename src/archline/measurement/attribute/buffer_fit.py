@@ -128,11 +128,12 @@ def prior_arrays(
     pooled_sd_w: F64,
     priors: Mapping[str, KernelPrior],
     shift: NDArray[np.bool_] | None = None,
-) -> tuple[F64, F64, list[str], F64, float]:
+) -> tuple[F64, F64, list[str], F64, float, NDArray[np.bool_]]:
     """Prior mean and 1 σ of each active column's power (W), each column's prior source, what the σ of a prior
     of its own is made of, relative to its mean (columns × 2, NaN where the default holds): the prior's own spread
     where it was measured (graph replay's σ, the in-step σ of a design), and its time part; and the common shift
-    (ln) taken out of the time parts of priors timed by CUPTI (NaN where none was). ``shift`` (by active position):
+    (ln) taken out of the time parts of priors timed by CUPTI (NaN where none was), with the positions it was taken
+    out of. ``shift`` (by active position):
     the columns whose common shift may be taken out; None, none (the caller allows it only where the priors' scale
     is calibrated on the windows and the prior is not capped: :func:`column_fit.fit_columns`).
 
@@ -153,7 +154,7 @@ def prior_arrays(
     src = ["default"] * active.size
     parts = np.full((active.size, 2), math.nan)
     if not priors:
-        return pm, psd, src, parts, math.nan
+        return pm, psd, src, parts, math.nan, np.zeros(active.size, bool)
     short = np.ones(d.act_s.size, bool)
     short[d.long_idx] = False
     n_cols = len(d.col_names)
@@ -181,7 +182,9 @@ def prior_arrays(
         psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
         src[j] = pr.source
         parts[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
-    return pm, psd, src, parts, common
+    out = np.zeros(active.size, bool)
+    out[sorted(shifted)] = True
+    return pm, psd, src, parts, common, out
 
 
 #: The fewest priors timed by CUPTI whose common time shift :func:`prior_arrays` takes out of their time parts.

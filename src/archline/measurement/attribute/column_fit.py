@@ -197,7 +197,7 @@ def fit_columns(
     psd = np.sqrt((prior_rel_sd * pm) ** 2 + par_se[d.col_parent[active]] ** 2)
     psd = np.maximum(psd, floor)
     base = (pm, psd)
-    pm, psd, prior_src, raw_parts, common = prior_arrays(d, active, *base, priors)
+    pm, psd, prior_src, raw_parts, common, moved = prior_arrays(d, active, *base, priors)
     ctx = prior_context_spread(d, active, priors)
     upper = power_bounds(d, active, power_limit_w, x, power_ceiling_w)
     over_w = pm.copy()
@@ -224,15 +224,15 @@ def fit_columns(
         if math.isfinite(got[4]):
             cal = calibrate(got[0], got[1])
             ok = {f.source for f in cal[3] if f.calibrated}
-            timed = {prior_src[j] for j in range(active.size) if not capped[j] and _timed(priors, d, active, j)}
-            if timed <= ok:
+            # the sources of the priors the shift was taken out of, each of which must be calibrated
+            if {prior_src[j] for j in np.flatnonzero(got[5])} <= ok:
                 shifted = (got, cal)
     if shifted is not None:
-        (_, _, _, raw_parts, common), (pm, psd, bad, scale_fits) = shifted
+        (_, _, _, raw_parts, common, moved), (pm, psd, bad, scale_fits) = shifted
     else:
         common = math.nan
         pm, psd, bad, scale_fits = calibrate(pm, psd)
-    parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active, common, priors, d)
+    parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active, common, moved)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
     at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
@@ -266,12 +266,6 @@ def fit_columns(
     )
 
 
-def _timed(priors: Mapping[str, KernelPrior], d: Design, active: I64, j: int) -> bool:
-    """Whether the active column at position ``j`` has a prior timed by CUPTI (``time_source`` ``busy``)."""
-    pr = priors.get(d.col_names[int(active[j])]) if priors else None
-    return pr is not None and pr.time_source == "busy"
-
-
 def _parts(
     raw: F64,
     ctx: F64,
@@ -282,15 +276,14 @@ def _parts(
     bad: list[int],
     active: I64,
     common: float = math.nan,
-    priors: Mapping[str, KernelPrior] | None = None,
-    d: Design | None = None,
+    moved: NDArray[np.bool_] | None = None,
 ) -> dict[int, PriorParts]:
     """Each column's :class:`PriorParts` (by column index), from :func:`prior_arrays`' measured and time parts and its
     source's scale fit: a calibrated source's prior σ is √(spread² + measured² + time² + scale²) of its mean
     (:func:`archline.measurement.attribute.prior_fit.calibrate_priors`), an uncalibrated one's √(measured² + time²),
     raised to replay's floor where it has no measured spread (the rest of its σ is then ``floor``). Capped priors
-    (``bad``) are left out: their rows say they were capped (rows.column_rows). A prior timed by CUPTI whose time
-    part is beyond the ``common`` shift says so."""
+    (``bad``) are left out: their rows say they were capped (rows.column_rows). A prior whose time part is beyond the
+    ``common`` shift (``moved``, by position: :func:`prior_arrays`) says so."""
     by_source = {f.source: f for f in fits if f.calibrated}
     out: dict[int, PriorParts] = {}
     for j, k in enumerate(active.tolist()):
@@ -304,8 +297,7 @@ def _parts(
         total = float(psd[j] / pm[j])
         known = math.sqrt(float(raw[j, 0]) ** 2 + float(raw[j, 1]) ** 2 + spread**2 + scale**2)
         floor = math.sqrt(total**2 - known**2) if total > known * (1.0 + 1e-9) else 0.0
-        pr = priors.get(d.col_names[k]) if priors is not None and d is not None else None
-        beyond = common if pr is not None and pr.time_source == "busy" else math.nan
+        beyond = common if moved is not None and moved[j] else math.nan
         out[int(k)] = PriorParts(
             float(raw[j, 0]), float(raw[j, 1]), spread, scale, total, bool(np.isfinite(ctx[j])), floor, beyond
         )
