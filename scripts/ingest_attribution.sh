@@ -13,8 +13,8 @@ set -eu
 cd "$(dirname "$0")/.."
 out=${ARCHLINE_RESULTS:-results}
 src=${1:?FILES_AT}; set_name=${2:?SET, e.g. attribution-s21}; name=${3:?NAME, e.g. heldout-time-rule}
-res=$(ls "$src"/results-*-attribution.tar.gz 2>/dev/null | head -1)
-logs=$(ls "$src"/logs-*-attribution.tar.gz 2>/dev/null | head -1)
+res=$(ls "$src"/*results-*-attribution.tar.gz 2>/dev/null | head -1)  # all-results-… from device_bg.sh
+logs=$(ls "$src"/*logs-*-attribution.tar.gz 2>/dev/null | head -1)
 [ -n "$res" ] && [ -n "$logs" ] || { echo "ingest: no results-*/logs-*-attribution.tar.gz in $src" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -32,13 +32,16 @@ def _tar(path: Path, files: dict[str, bytes]) -> None:
 
 def _device_files(where: Path) -> None:
     where.mkdir()
-    _tar(where / "results-h100-attribution.tar.gz", {
+    _tar(where / "all-results-h100-attribution.tar.gz", {  # as device_bg.sh names a step's archive under out/all
         "./h100/run/summary.json": b"{}",
         "./h100/run/transformer-run/attribution.json": b"{}",
         "./h100/run/transformer-replay/report.html": b"<html>",
         "./h100/run/transformer-replay/report.md": b"# replay",
     })  # fmt: skip
-    _tar(where / "logs-h100-attribution.tar.gz", {"logs/nvidia-smi.csv": SMI.encode(), "logs/attribution.log": b"ok\n"})
+    _tar(
+        where / "all-logs-h100-attribution.tar.gz",
+        {"logs/nvidia-smi.csv": SMI.encode(), "logs/attribution.log": b"ok\n"},
+    )
     (where / "large-h100_run_transformer-run_raw_cupti_cupti-2307-17957.bin.gz").write_bytes(gzip.compress(b"TRACE"))
 
 
