@@ -133,19 +133,19 @@ def prior_arrays(
     of its own is made of, relative to its mean (columns × 2, NaN where the default holds): the prior's own spread
     where it was measured (graph replay's σ, the in-step σ of a design), and its time part; and the common shift
     (ln) taken out of the time parts of priors timed by CUPTI (NaN where none was), with the positions it was taken
-    out of. ``shift`` (by active position):
-    the columns whose common shift may be taken out; None, none (the caller allows it only where the priors' scale
-    is calibrated on the windows and the prior is not capped: :func:`column_fit.fit_columns`).
+    out of. ``shift`` (by active position): the columns whose common shift may be taken out; None, none (the caller
+    allows it only where the priors' scale is calibrated on the windows and the prior is not capped:
+    :func:`column_fit.fit_columns`).
 
     A kernel with a :class:`KernelPrior` gets its energy per call divided by its mean traced
     call time; every other column the weakly informative pooled default. A kernel that runs longer or shorter
     here than where its prior was measured is not the same call: its energy may differ by as much, so its prior
     widens by the log of the times' ratio. Where at least :data:`MIN_COMMON` priors carry their kernels' CUPTI busy
     time (``time_source`` ``busy``: timed as the program's calls are) among the ``shift`` columns, the time part of
-    each of them is
-    ``|ln(time here / time there) − common|``, ``common`` the median of their log ratios weighted by the prior's
-    energy in this run: a shift that every kernel shares (clocks, the tracer) moves every prior alike, which the
-    priors' scale calibrated on the windows takes; a kernel's own difference beyond it is its own. The others keep
+    each of them is ``|ln(time here / time there) − common|``, ``common`` the median of their log ratios weighted by
+    the prior's energy in this run: a shift that every kernel shares (clocks, the tracer) moves every prior alike,
+    which the priors' scale calibrated on the windows takes; a kernel's own difference beyond it is its own. The
+    others keep
     ``|ln(time here / time there)|`` (a wall-time share of a replay is not a kernel's duration, docs/attribution.md
     "Session 20").
     """

@@ -106,6 +106,11 @@ class ColumnFit:
     time_common: float = math.nan
 
 
+def impossible_priors(pm: F64, src: list[str], upper: F64) -> list[int]:
+    """The positions of priors of their own (not the pooled default) whose mean power is above their bound."""
+    return [j for j in range(pm.size) if src[j] != "default" and np.isfinite(upper[j]) and pm[j] > upper[j]]
+
+
 def cap_impossible_priors(pm: F64, psd: F64, src: list[str], upper: F64) -> tuple[F64, F64, list[int]]:
     """Priors whose mean power is above ``upper`` (each column's bound) at this run's time per call cannot hold here.
 
@@ -118,7 +123,7 @@ def cap_impossible_priors(pm: F64, psd: F64, src: list[str], upper: F64) -> tupl
     that left the transformer's largest GEMMs without a prior and the priors' common scale at ±7.7 % instead
     of ±4.0 %. Returns the priors and the positions capped.
     """
-    bad = [j for j in range(pm.size) if src[j] != "default" and np.isfinite(upper[j]) and pm[j] > upper[j]]
+    bad = impossible_priors(pm, src, upper)
     if not bad:
         return pm, psd, bad
     pm, psd = pm.copy(), psd.copy()
@@ -216,11 +221,10 @@ def fit_columns(
     # of that calibration); where the calibration does not happen the unshifted time parts stand (prior_arrays).
     shifted = None
     if prior_scale == "fit":
-        # as cap_impossible_priors finds them (the shift moves no mean)
-        capped = np.array(
-            [s != "default" and np.isfinite(u) and m > u for s, u, m in zip(prior_src, upper, pm, strict=True)], bool
-        )
-        got = prior_arrays(d, active, *base, priors, shift=~capped)
+        # the priors cap_impossible_priors will cap (the shift moves no mean)
+        shift = np.ones(active.size, bool)
+        shift[impossible_priors(pm, prior_src, upper)] = False
+        got = prior_arrays(d, active, *base, priors, shift=shift)
         if math.isfinite(got[4]):
             cal = calibrate(got[0], got[1])
             ok = {f.source for f in cal[3] if f.calibrated}
