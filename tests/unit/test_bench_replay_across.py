@@ -133,3 +133,19 @@ def test_the_session_20_pair_prints_its_docs_table(
     got = capsys.readouterr().out.splitlines()
     assert got == (ROOT / "docs" / "data" / "replay_across_s20.txt").read_text().splitlines()
     assert "PASS (coarse" in got[-1] and "0 of 5 groups outside 3 %" in got[-1] and "1 too noisy" in got[-1]
+
+
+@pytest.mark.parametrize(("workload", "rc"), [("transformer", 1), ("resnet50", 0)])
+def test_the_session_21_h200_pairs_print_their_docs_blocks(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, workload: str, rc: int
+) -> None:
+    """plan_s21b, the first H200 pairs (GPU-54411693): ResNet-50 (channels_last) passes; the transformer fails, two
+    of its five groups 3.5-3.9 % apart, beyond their noise. Each prints its block of docs/data/replay_across_s21.txt."""
+    monkeypatch.chdir(ROOT)
+    d = Path("results") / "h200" / "replay-across-s21-GPU-54411693"
+    assert mod.main([str(d / "a" / workload), str(d / "b" / workload)]) == rc
+    got = capsys.readouterr().out.splitlines()
+    doc = (ROOT / "docs" / "data" / "replay_across_s21.txt").read_text().splitlines()
+    start = doc.index(got[0])
+    assert doc[start : start + len(got)] == got
+    assert ("2 of 5 groups outside 3 %" in got[-1]) == (rc == 1) and ("PASS" in got[-1]) == (rc == 0)
