@@ -179,3 +179,16 @@ def test_the_session_19_run_without_the_dose_redoes_the_docs_table(
     assert "one vs none: mean +1.72 % [-0.48 .. +4.05 %] UNRESOLVED" in out and "n=100 cycles" in out
     assert "x16" not in out
     assert out.splitlines() == (root / "docs/data/sensor_contention_s19.txt").read_text().splitlines()
+
+
+def test_the_session_21_run_bounds_the_sensors_share_within_3_percent(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/attribution.md "Session 21": plan_s21d, frozen before it ran, the same as session 19's run for 840 s on
+    H100 GPU-83db9584: 175 cycles, one sampler against none +0.20 % [-0.74, +1.24], the whole interval inside ±3 %."""
+    root = Path(__file__).resolve().parents[2]
+    f = root / "results/h100/bench/sensor-contention-s21/sensor_contention-GPU-83db9584.json.xz"
+    assert mod.main(["--summarize", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "one vs none: mean +0.20 % [-0.74 .. +1.24 %] PASS" in out and "n=175 cycles" in out
+    assert out.splitlines() == (root / "docs/data/sensor_contention_s21.txt").read_text().splitlines()
