@@ -61,3 +61,24 @@ def test_the_time_rule_redo_prints_its_docs_file() -> None:
     ).stdout.splitlines()
     assert out == (ROOT / "docs" / "data" / "time_rule_redo_s20.txt").read_text().splitlines()
     assert "9.5 % of kernel energy" in out[1] and "26.5 % of kernel energy" in out[7]
+
+
+@pytest.mark.skipif(not os.environ.get("ARCHLINE_SLOW_TESTS"), reason="four CPU redos: set ARCHLINE_SLOW_TESTS=1")
+def test_the_time_rule_redo_of_session_21s_held_out_runs_prints_its_docs_file() -> None:
+    """Session 21's H200 transformer runs (the time rule held out) redone by each rule from their traces in the
+    history: by session 20's rule each gives back its shipped run (34.5 and 35.7 %); by session 19's, 18.6 and
+    35.7 % (docs/data/time_rule_redo_s21.txt)."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the repository's history (the raw traces)")
+    env = {**os.environ, "PYTHON": sys.executable}
+    out: list[str] = []
+    for board, trace in (("ecd6d00a", "cupti-2006-1795761489105919473"), ("54411693", "cupti-3249-1795761866897912564")):
+        run = f"results/h200/attribution-s21/heldout-time-rule-GPU-{board}"
+        out.append(f"== {run}")
+        out += subprocess.run(
+            [str(ROOT / "scripts" / "redo_time_rule.sh"), run, f"{trace}.bin.xz", "857154d"],
+            cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+        ).stdout.splitlines()  # fmt: skip
+    assert out == (ROOT / "docs" / "data" / "time_rule_redo_s21.txt").read_text().splitlines()
+    shares = [line.split("identifiable with ±15 % intervals: ")[1].split(" %")[0] for line in out if "±15 %" in line]
+    assert shares == ["18.6", "34.5", "35.7", "35.7"]
