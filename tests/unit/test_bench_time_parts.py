@@ -72,7 +72,8 @@ def test_the_time_rule_redo_of_session_21s_held_out_runs_prints_its_docs_file() 
         pytest.skip("needs the repository's history (the raw traces)")
     env = {**os.environ, "PYTHON": sys.executable}
     out: list[str] = []
-    for board, trace in (("ecd6d00a", "cupti-2006-1795761489105919473"), ("54411693", "cupti-3249-1795761866897912564")):
+    runs = (("ecd6d00a", "cupti-2006-1795761489105919473"), ("54411693", "cupti-3249-1795761866897912564"))
+    for board, trace in runs:
         run = f"results/h200/attribution-s21/heldout-time-rule-GPU-{board}"
         out.append(f"== {run}")
         out += subprocess.run(
