@@ -1,7 +1,7 @@
 """Whether archline's sensors delay a program's CUDA calls: launch + synchronise latency with 0, 1 and K samplers.
 
 Usage (GPU machine):
-    python benchmarks/sensor_contention.py [--seconds 90] [--half-s 2] [--copies 16] [--gpu 0]
+    python benchmarks/sensor_contention.py [--seconds 90] [--half-s 2] [--copies 16] [--launches 1] [--gpu 0]
         [--cpus auto|none|LIST] [--json FILE]
     python benchmarks/sensor_contention.py --summarize FILE.json[.xz] [...]      (any machine)
 
@@ -18,7 +18,9 @@ those plus K - 1 bare samplers (``overhead_interleaved.BareSampler``), a dose. S
 halves. ``--copies 1`` leaves the dose out: none and one alone, so in the same time about 1.5 times the cycles of
 the default's figure (two halves and switches a cycle instead of three), its two halves always adjacent (session
 19: the halves' means follow the host with a lag-one autocorrelation of 0.34-0.67 in session 18's runs, so pairs
-close in time cancel more of it).
+close in time cancel more of it). ``--launches K`` (session 21) makes each iteration K launches and one
+synchronise: a launch-bound loop that synchronises rarely, as a decode loop does once a token, rather than after
+every kernel; the figures are then per iteration of K launches.
 
 Figures: per half, the iterations that start inside it: their count, mean, and (from a log-spaced histogram) median
 and 99th percentile. Per full cycle, each sensor state's mean over the cycle's ``none`` mean, minus 1; the cycles'
@@ -184,7 +186,7 @@ def changes(halves: Sequence[Half], states: Sequence[str], level: float = LEVEL)
     return out
 
 
-def report_lines(halves: Sequence[Half], states: Sequence[str], got: Sequence[Change]) -> list[str]:
+def report_lines(halves: Sequence[Half], states: Sequence[str], got: Sequence[Change], launches: int = 1) -> list[str]:
     lines = [f"  {'sensors':<8} {'halves':>6} {'iterations':>10} {'mean µs':>8} {'median µs':>9} {'p99 µs':>8} "
              f"{'NVML reads/s':>12}"]  # fmt: skip
     for st in states:
@@ -202,7 +204,8 @@ def report_lines(halves: Sequence[Half], states: Sequence[str], got: Sequence[Ch
     for c in got:
         iv = f"[{100 * c.lo:+.2f} .. {100 * c.hi:+.2f} %]" if c.lo is not None and c.hi is not None else "[no interval]"
         centre = f"{100 * c.centre:+.2f} %" if c.centre is not None else "n/a"
-        extra = f", {c.extra_ns / 1e3:+.2f} µs per launch + sync" if c.extra_ns is not None else ""
+        what = "launch + sync" if launches == 1 else f"{launches} launches + sync"
+        extra = f", {c.extra_ns / 1e3:+.2f} µs per {what}" if c.extra_ns is not None else ""
         p99 = f"; p99 {100 * c.p99_change:+.1f} %" if c.p99_change is not None else ""
         judged = " (the default's figure)" if c.state == ONE else " (a dose: information)"
         lines.append(f"  {c.state} vs none: mean {centre} {iv} {c.verdict}{judged}, n={c.n} cycles{extra}{p99}")
@@ -212,9 +215,9 @@ def report_lines(halves: Sequence[Half], states: Sequence[str], got: Sequence[Ch
 # ---------------------------------------------------------------- the measurement (GPU machine)
 
 
-def child(seconds: float, out: Path, cpus: list[int]) -> int:
-    """Launch one tiny kernel and synchronise until ``seconds`` have passed; save every iteration's start (Unix ns)
-    and length (ns) to ``out`` (.npz). Prints READY when the timed loop starts."""
+def child(seconds: float, out: Path, cpus: list[int], launches: int = 1) -> int:
+    """Launch ``launches`` tiny kernels and synchronise, until ``seconds`` have passed; save every iteration's start
+    (Unix ns) and length (ns) to ``out`` (.npz). Prints READY when the timed loop starts."""
     if cpus:
         os.sched_setaffinity(0, cpus)
     try:
@@ -233,7 +236,8 @@ def child(seconds: float, out: Path, cpus: list[int]) -> int:
     end = clock() + int(seconds * 1e9)
     while True:
         t0 = clock()
-        x.add_(1.0)
+        for _ in range(launches):
+            x.add_(1.0)
         torch.cuda.synchronize()
         t1 = clock()
         starts.append(t0)
@@ -260,7 +264,9 @@ def state_of(state: str, gpu: int, copies: int) -> Iterator[None]:
         yield
 
 
-def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: list[int]) -> dict[str, Any]:
+def measure(
+    seconds: float, half_s: float, copies: int, gpu: int, child_cpus: list[int], launches: int = 1
+) -> dict[str, Any]:
     """Run the child and cycle the sensors' states; every half's figures (the raw iterations are summarised)."""
     from archline.errors import ArchlineError
 
@@ -268,7 +274,7 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
     with tempfile.TemporaryDirectory(prefix="archline-contention-") as tmp:
         out = Path(tmp) / "iterations.npz"
         cmd = [sys.executable, __file__, "--child", "--seconds", repr(seconds), "--child-out", str(out),
-               "--cpus", ",".join(map(str, child_cpus)) or "none"]  # fmt: skip
+               "--cpus", ",".join(map(str, child_cpus)) or "none", "--launches", str(launches)]  # fmt: skip
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         spans: list[tuple[str, float, float, int]] = []
@@ -307,7 +313,8 @@ def measure(seconds: float, half_s: float, copies: int, gpu: int, child_cpus: li
                 proc.wait()
         data = np.load(out)
         halves = halves_of(data["starts_ns"], data["durs_ns"], spans)
-    return {"states": states, "seconds": seconds, "half_s": half_s, "copies": copies, "gpu": gpu, "level": LEVEL,
+    return {"states": states, "seconds": seconds, "half_s": half_s, "copies": copies, "launches": launches,
+            "gpu": gpu, "level": LEVEL,
             "cpus": child_cpus, "notes": notes,
             "halves": [{**h.to_json(), "nvml_reads": r} for h, r in zip(halves, reads, strict=True)]}  # fmt: skip
 
@@ -333,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=90.0, help="the child's timed loop (s)")
     ap.add_argument("--half-s", type=float, default=2.0, help="each state's half (s)")
     ap.add_argument("--copies", type=int, default=16, help="samplers in the dosed state (1: no dosed state)")
+    ap.add_argument("--launches", type=int, default=1, help="launches per iteration, one synchronise after them")
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--cpus", default="auto", help="the child's CPUs (auto: the upper half of this process's)")
     ap.add_argument("--json", type=Path, default=None, help="write every half's figures here")
@@ -345,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code) if isinstance(exc.code, int) else 2
     if a.child:
         cpus = [] if a.cpus in ("none", "") else [int(c) for c in a.cpus.split(",")]
-        return child(a.seconds, a.child_out, cpus)
+        return child(a.seconds, a.child_out, cpus, a.launches)
     if a.summarize is not None:
         for path in a.summarize:
             try:
@@ -357,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             print(f"== {path.name}: {len(halves)} halves of {doc['half_s']:g} s, {len(cycles_of(halves, states))} "
                   f"full cycles")  # fmt: skip
-            print("\n".join(report_lines(halves, states, got)))
+            print("\n".join(report_lines(halves, states, got, int(doc.get("launches", 1)))))
         return 0
     problem = None
     if not (math.isfinite(a.half_s) and a.half_s > 0):
@@ -371,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
                    f"{k} states, each switch about {SWITCH_S:g} s")  # fmt: skip
     elif a.gpu < 0:
         problem = "--gpu must be >= 0"
+    elif not 1 <= a.launches <= 10000:
+        problem = "--launches must be 1 to 10000"
     child_cpus: list[int] = []
     own_cpus: list[int] = []
     if problem is None:
@@ -387,14 +397,15 @@ def main(argv: list[str] | None = None) -> int:
     if own_cpus:
         os.sched_setaffinity(0, own_cpus)
     names = " / ".join(states_for(a.copies))
-    print(f"== launch + synchronise, {a.seconds:g} s; sensors {names}, {a.half_s:g} s each; child "
+    loop = "launch" if a.launches == 1 else f"{a.launches} launches"
+    print(f"== {loop} + synchronise, {a.seconds:g} s; sensors {names}, {a.half_s:g} s each; child "
           f"CPUs {','.join(map(str, child_cpus)) or 'not pinned'}", flush=True)  # fmt: skip
-    doc = measure(a.seconds, a.half_s, a.copies, a.gpu, child_cpus)
+    doc = measure(a.seconds, a.half_s, a.copies, a.gpu, child_cpus, a.launches)
     halves, states, got = analysed(doc)
     doc["figures"] = [c.to_json() for c in got]
     if a.json is not None:
         oi.write_json(a.json, doc)
-    print("\n".join(report_lines(halves, states, got)))
+    print("\n".join(report_lines(halves, states, got, a.launches)))
     one = next(c for c in got if c.state == ONE)
     return 0 if one.verdict == "PASS" else 1
 

@@ -25,7 +25,7 @@
 #                   benchmarks/replay_across.py: each group's isolated energy from one capture to the next (issue 13's 3 %)
 #   contention      benchmarks/sensor_contention.py (a launch + synchronise loop's latency with no sensors, archline's, and
 #                   CONTENTION_COPIES samplers (16; 1: no dose): whether the sensors delay a program's CUDA calls;
-#                   CONTENTION_SECONDS, 90 by default)
+#                   CONTENTION_SECONDS, 90 by default; CONTENTION_LAUNCHES kernels per synchronise, 1)
 #   interleaved     benchmarks/overhead_interleaved.py (the default's cost inside one process: the transformer step
 #                   and the decode loop, INTERLEAVED_SECONDS each, sensors toggled every INTERLEAVED_TOGGLE_S s, 10 by default)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
@@ -110,7 +110,8 @@ for s in "$@"; do
               step across-$w 60 python3 "$B/replay_across.py" "$R/replay-across-a/$w" "$R/replay-across-b/$w"
             done ;;
     contention) step contention ${CONTENTION_LIMIT:-200} python3 "$B/sensor_contention.py" --gpu ${ON_GPU:-0} \
-                  --seconds ${CONTENTION_SECONDS:-90} --copies ${CONTENTION_COPIES:-16} --json "$OUT/logs/sensor_contention.json"
+                  --seconds ${CONTENTION_SECONDS:-90} --copies ${CONTENTION_COPIES:-16} --launches ${CONTENTION_LAUNCHES:-1} \
+                  --json "$OUT/logs/sensor_contention.json"
                 lscpu -e >"$OUT/logs/lscpu.txt" 2>&1 ;;
     attribution) step attribution ${ATTRIBUTION_LIMIT:-900} python3 "$B/validate_attribution_real.py" --out "$R/run" --gpu ${ON_GPU:-0} ${ATTRIBUTION_ARGS:-} "${q[@]}" ;;
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;

@@ -129,6 +129,8 @@ def test_too_few_cycles_give_no_interval(mod: ModuleType) -> None:
         ["--copies", "65"],
         ["--seconds", "14", "--half-s", "0.5", "--copies", "1"],
         ["--cpus", "x-y"],
+        ["--launches", "0"],
+        ["--launches", "10001"],
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_any_gpu(
@@ -192,3 +194,39 @@ def test_the_session_21_run_bounds_the_sensors_share_within_3_percent(
     out = capsys.readouterr().out
     assert "one vs none: mean +0.20 % [-0.74 .. +1.24 %] PASS" in out and "n=175 cycles" in out
     assert out.splitlines() == (root / "docs/data/sensor_contention_s21.txt").read_text().splitlines()
+
+
+def test_the_child_launches_k_kernels_per_synchronise(
+    mod: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--launches K``: each timed iteration is K launches and one synchronise (a fake torch counts them; a loop of
+    0 s times exactly one iteration, after 1000 warm-up launches and synchronises)."""
+    calls = {"add": 0, "sync": 0}
+
+    class _X:
+        def add_(self, _: float) -> None:
+            calls["add"] += 1
+
+    fake = ModuleType("torch")
+    fake.zeros = lambda *a, **k: _X()  # type: ignore[attr-defined]
+    fake.cuda = ModuleType("torch.cuda")  # type: ignore[attr-defined]
+    fake.cuda.synchronize = lambda: calls.__setitem__("sync", calls["sync"] + 1)  # type: ignore[attr-defined]
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    out = tmp_path / "it.npz"
+    assert mod.child(0.0, out, [], launches=32) == 0
+    assert calls == {"add": 1000 + 32, "sync": 1000 + 1}
+    assert len(np.load(out)["durs_ns"]) == 1 and capsys.readouterr().out.strip() == "READY"
+
+
+def test_a_run_of_k_launches_says_so_per_iteration(
+    mod: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s, d, spans = synthetic(5, {}, states=("none", "one"))
+    halves = mod.halves_of(s, d, spans)
+    doc = {"states": ["none", "one"], "seconds": 20.0, "half_s": 0.5, "copies": 1, "launches": 32, "gpu": 0,
+           "level": mod.LEVEL, "cpus": [], "halves": [h.to_json() for h in halves]}  # fmt: skip
+    path = tmp_path / "k.json"
+    mod.oi.write_json(path, doc)
+    assert mod.main(["--summarize", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "µs per 32 launches + sync" in out and "per launch + sync" not in out
