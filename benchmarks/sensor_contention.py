@@ -72,6 +72,9 @@ MIN_N = 5
 SWITCH_S = 1.0
 NONE = "none"
 ONE = "one"
+#: The most launches an iteration may queue before it synchronises: past about a thousand the loop waits on the GPU,
+#: not the driver, and a 2 s half would hold too few iterations to count (``MIN_ITER``).
+MAX_LAUNCHES = 1000
 
 
 # ---------------------------------------------------------------- pure analysis
@@ -206,9 +209,9 @@ def report_lines(halves: Sequence[Half], states: Sequence[str], got: Sequence[Ch
         centre = f"{100 * c.centre:+.2f} %" if c.centre is not None else "n/a"
         what = "launch + sync" if launches == 1 else f"{launches} launches + sync"
         extra = f", {c.extra_ns / 1e3:+.2f} µs per {what}" if c.extra_ns is not None else ""
-        p99 = f"; p99 {100 * c.p99_change:+.1f} %" if c.p99_change is not None else ""
+        tail = f"; p99 {100 * c.p99_change:+.1f} %" if c.p99_change is not None else ""
         judged = " (the default's figure)" if c.state == ONE else " (a dose: information)"
-        lines.append(f"  {c.state} vs none: mean {centre} {iv} {c.verdict}{judged}, n={c.n} cycles{extra}{p99}")
+        lines.append(f"  {c.state} vs none: mean {centre} {iv} {c.verdict}{judged}, n={c.n} cycles{extra}{tail}")
     return lines
 
 
@@ -379,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
                    f"{k} states, each switch about {SWITCH_S:g} s")  # fmt: skip
     elif a.gpu < 0:
         problem = "--gpu must be >= 0"
-    elif not 1 <= a.launches <= 10000:
-        problem = "--launches must be 1 to 10000"
+    elif not 1 <= a.launches <= MAX_LAUNCHES:
+        problem = f"--launches must be 1 to {MAX_LAUNCHES}"
     child_cpus: list[int] = []
     own_cpus: list[int] = []
     if problem is None:

@@ -7,13 +7,16 @@
 # the trace (scripts/restore_traces.sh), it redoes that run instead: session 21 redid its held-out H200 runs so, to
 # see what the rule changed on runs it was not chosen on (docs/data/time_rule_redo_s21.txt).
 #
-#   scripts/redo_time_rule.sh [RUN_SET TRACE COMMIT]
+#   scripts/redo_time_rule.sh [RUN_SET TRACE COMMIT]       (a transformer run set: its transformer-run/ and -replay/)
 set -eu
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
-run=${1:-results/h100/attribution-s18/heldout-busy-GPU-c7661d05}
-trace=${2:-cupti-1154-1795742951272430846.bin.xz}
-commit=${3:-df59dde}
+case $# in
+  0) run=results/h100/attribution-s18/heldout-busy-GPU-c7661d05 trace=cupti-1154-1795742951272430846.bin.xz
+     commit=df59dde ;;
+  3) run=${1%/} trace=$2 commit=$3 ;;
+  *) echo "usage: scripts/redo_time_rule.sh [RUN_SET TRACE COMMIT] (a transformer run set)" >&2; exit 2 ;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -r "$run" "$tmp/set"

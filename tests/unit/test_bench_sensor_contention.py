@@ -130,7 +130,7 @@ def test_too_few_cycles_give_no_interval(mod: ModuleType) -> None:
         ["--seconds", "14", "--half-s", "0.5", "--copies", "1"],
         ["--cpus", "x-y"],
         ["--launches", "0"],
-        ["--launches", "10001"],
+        ["--launches", "1001"],
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_any_gpu(
