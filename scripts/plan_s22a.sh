@@ -9,9 +9,9 @@
 #   2. the transformer's graph replay in two separate processes, each replay configuration measured for 3 s instead of
 #      1 s (--replay-s 3; 300 s allowed a process): session 21's H200 pair (1 s, 45 s a process) had two groups of five
 #      move 3.5 and 3.9 % with their replays' own noise at 2.4 %. Then benchmarks/replay_across.py against 3 %.
-# About 17 minutes (its steps' limits allow about 25, close to a machine's 30-minute hold): run it detached (scripts/device_bg.sh start 580 plan_s22a, then wait). Locally, first:
-# scripts/slim_tree.sh out, and back after. The contention's archives come back as logs-*/results-*, the replays' as
-# all-*.
+# About 17 minutes (its steps' limits allow about 25, close to a machine's 30-minute hold): run it detached
+# (scripts/device_bg.sh start 580 plan_s22a, then wait). Locally, first: scripts/slim_tree.sh out, and back after. The
+# contention's archives come back as logs-*/results-*, the replays' as all-*.
 #   OUT=/dir scripts/plan_s22a.sh
 set -u
 OUT=${OUT:?set OUT}
