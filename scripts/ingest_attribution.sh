@@ -8,7 +8,8 @@
 #   scripts/ingest_attribution.sh FILES_AT SET NAME [ARCHIVE]   e.g. /work/.device/5 attribution-s21 heldout-time-rule
 #
 # FILES_AT: the folder the device tool put the files in (results-<gpu>-attribution.tar.gz, logs-…tar.gz, large-*.gz).
-# ARCHIVE: which archives, where the folder holds several (all, all2, … as device_bg.sh names them; required then).
+# ARCHIVE: which archives, where the folder holds several (all, all2, … as device_bg.sh names them, '.' for those a
+# plan's first step wrote unprefixed; required then).
 # The board is the one the run set's manifests name (on a host of several GPUs nvidia-smi.csv lists them all). The
 # raw traces are those the archive's own logs/large-files.txt lists (device.sh writes it), so two archives of the same
 # workload on two GPUs each take their own.
@@ -22,7 +23,11 @@ n_res=$(ls "$src"/*results-*-attribution.tar.gz 2>/dev/null | wc -l)
 if [ -z "${4:-}" ] && [ "$n_res" -gt 1 ]; then
   echo "ingest: $src holds $n_res attribution archives: name one (ARCHIVE: all, all2, ...)" >&2; exit 2
 fi
-prefix=${4:+$4-}; prefix=${prefix:-*}
+case "${4:-}" in
+  .) prefix= ;;  # the archives device.sh wrote in $OUT itself, unprefixed
+  "") prefix='*' ;;
+  *) prefix=$4- ;;
+esac
 res=$(ls "$src"/${prefix}results-*-attribution.tar.gz 2>/dev/null | head -1)  # all-results-… from device_bg.sh
 logs=$(ls "$src"/${prefix}logs-*-attribution.tar.gz 2>/dev/null | head -1)
 [ -n "$res" ] && [ -n "$logs" ] || { echo "ingest: no ${4:+$4-}results-*/logs-*-attribution.tar.gz in $src" >&2; exit 2; }

@@ -137,3 +137,26 @@ def test_without_a_manifests_board_a_two_gpu_nvidia_smi_is_not_guessed_from(tmp_
     _second_gpu(tmp_path / "dev", "resnet50cl-run", "cupti-9-1", {"./h100/run/resnet50cl-run/x.json": b"{}"})
     bad = _ingest(tmp_path, "cl", "all2")
     assert bad.returncode == 2 and "name no board" in bad.stderr
+
+
+@NEEDS
+def test_the_unprefixed_archives_are_named_by_a_dot(tmp_path: Path) -> None:
+    """A plan whose first step wrote its archives in $OUT itself (results-*, no prefix) and its second under all/:
+    '.' names the first."""
+    _device_files(tmp_path / "dev")
+    for f in (tmp_path / "dev").glob("all-*.tar.gz"):
+        f.rename(f.with_name(f.name.removeprefix("all-")))
+    _second_gpu(tmp_path / "dev", "resnet50cl-run", "cupti-9-1", {"./h100/run/resnet50cl-run/manifest.json": UUID1})
+    (tmp_path / "dev" / "all2-results-h100-attribution.tar.gz").rename(
+        tmp_path / "dev" / "all-results-h100-attribution.tar.gz"
+    )
+    (tmp_path / "dev" / "all2-logs-h100-attribution.tar.gz").rename(
+        tmp_path / "dev" / "all-logs-h100-attribution.tar.gz"
+    )
+    first = _ingest(tmp_path, "tf", ".")
+    assert first.returncode == 0, first.stderr
+    tf = tmp_path / "results" / "h100" / "attribution-s99" / "tf-GPU-c4fd4b97"
+    assert [p.name for p in tf.rglob("*.bin.xz")] == ["cupti-2307-17957.bin.xz"]
+    second = _ingest(tmp_path, "cl", "all")
+    assert second.returncode == 0, second.stderr
+    assert (tmp_path / "results" / "h100" / "attribution-s99" / "cl-GPU-54411693" / "resnet50cl-run").is_dir()
