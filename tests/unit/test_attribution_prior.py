@@ -372,3 +372,30 @@ def test_a_replay_priors_time_is_its_kernels_cupti_busy_time_where_replay_traced
     # lists of different lengths are not a record to trust: the design's fit of the wall time is used instead
     r = priors_from_replay(old, design={**design, "factor_busy_s": [0.0044]})
     assert r["gemm"].time_source == "step" and r["gemm"].time_per_call_s == pytest.approx(0.0009)
+
+
+def test_a_design_prior_carries_the_part_of_its_spread_that_is_the_neighbour_dependence():
+    """context_fold_rel is the ρ term of replay_context.fold_sigma relative to the group's in-step energy (⟨e²⟩ over
+    the design's factors, p its share on); the rest of the prior's relative σ is the design's own se."""
+    from archline.measurement.attribute.replay_context import fold_sigma
+
+    energies = {"gemm": 2.0, "relu": 0.2, "[groups lumped in the design]": 0.6}
+    se = {"gemm": 0.01, "relu": 0.004, "[groups lumped in the design]": 0.02}
+    rho, p = 0.04, 0.6
+    typical = sum(e * e for e in energies.values()) / len(energies)
+    rows = [{"group": g, "nodes_per_step": "4", "context_j": str(e),
+             "context_sigma_j": str(fold_sigma(e, se[g], rho, typical, p)), "context_time_s": "0.001"}
+            for g, e in energies.items()]  # fmt: skip
+    pri = priors_from_replay(rows, design={"rho_fold": rho, "p_on": p})
+    assert set(pri) == {"gemm", "relu"}
+    for g in ("gemm", "relu"):
+        e = energies[g]
+        want = rho * math.sqrt(e**2 / p + p * typical / (1 - p) ** 2) / e
+        assert pri[g].context_fold_rel == pytest.approx(want, rel=1e-12)
+        rel = pri[g].sd_j / pri[g].energy_per_call_j
+        assert math.sqrt(rel**2 - pri[g].context_fold_rel**2) == pytest.approx(se[g] / e, rel=1e-9)
+    # the small group's spread is mostly the neighbour dependence of the typical group's size
+    assert pri["relu"].context_fold_rel > pri["gemm"].context_fold_rel
+    # without a design's in-step energy (an isolated prior) there is none
+    iso = priors_from_replay([{"group": "k", "nodes_per_step": "1", "energy_j": "0.5", "energy_sigma_j": "0.01"}])
+    assert math.isnan(iso["k"].context_fold_rel)

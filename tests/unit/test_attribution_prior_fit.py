@@ -369,6 +369,13 @@ def test_the_prior_parts_note_names_a_design_and_what_narrows_it():
     )
     q = PriorParts(measured=0.1, time=0.0, spread=0.0, scale=0.0, total=0.1, in_step=False)
     assert q.note("model") == "its model prior's 1 σ: 10.0 % (model's σ 10.0 %, in quadrature)"
+    # with the part of the in-step σ that is the design's neighbour dependence: what a longer design would narrow
+    n = PriorParts(measured=0.063, time=0.009, spread=0.0, scale=0.026, total=0.069, in_step=True, neighbour=0.059)
+    assert n.note("replay") == (
+        "its replay prior's 1 σ: 6.9 % (replay's in-step σ 6.3 %, the priors' scale 2.6 %, its time per call here "
+        "against replay's 0.9 %, in quadrature; of replay's in-step σ, 5.9 % is the neighbour dependence, which no "
+        "design length narrows, and 2.2 % the design's own noise, which a longer design does)"
+    )
 
 
 def test_time_common_is_the_energy_weighted_median_of_at_least_five():

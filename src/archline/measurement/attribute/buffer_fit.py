@@ -205,13 +205,14 @@ def time_common(ln_ratios: Sequence[float], weights: Sequence[float]) -> float:
     return float(r[order][int(np.searchsorted(cum, 0.5 * cum[-1]))])
 
 
-def prior_context_spread(d: Design, active: I64, priors: Mapping[str, KernelPrior]) -> F64:
-    """Each active column's measured context spread (:attr:`KernelPrior.context_rel_sd`), NaN where none."""
+def prior_context_spread(d: Design, active: I64, priors: Mapping[str, KernelPrior], *, fold: bool = False) -> F64:
+    """Each active column's measured context spread (:attr:`KernelPrior.context_rel_sd`), or with ``fold`` the part
+    of its prior's relative σ that spread makes (:attr:`KernelPrior.context_fold_rel`); NaN where none."""
     out = np.full(active.size, math.nan)
     for j, k in enumerate(active.tolist()):
         pr = priors.get(d.col_names[k])
         if pr is not None and d.col_kinds[k] in ("kernel", "memcpy", "memset"):
-            out[j] = pr.context_rel_sd
+            out[j] = pr.context_fold_rel if fold else pr.context_rel_sd
     return out
 
 

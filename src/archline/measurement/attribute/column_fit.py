@@ -44,6 +44,9 @@ class PriorParts:
     floor: float = 0.0
     #: The calls' common ln(time here / time there) that ``time`` is beyond (priors timed by CUPTI); NaN: none.
     common: float = math.nan
+    #: The part of ``measured`` that is the replay design's neighbour dependence (no design length narrows it;
+    #: :attr:`KernelPrior.context_fold_rel`); NaN where unknown.
+    neighbour: float = math.nan
 
     def note(self, source: str) -> str:
         """One clause for a row that leans on this prior: its σ and what it is made of, the largest first."""
@@ -66,7 +69,15 @@ class PriorParts:
         # a part that rounds to nothing is not named
         kept = sorted(((v, name) for v, name in named if round(100 * v, 1) > 0), key=lambda t: -t[0])
         parts = ", ".join(f"{name} {100 * v:.1f} %" for v, name in kept)
-        hint = "; a longer replay design narrows part of the in-step σ" if self.in_step and source == "replay" else ""
+        hint = ""
+        if self.in_step and source == "replay":
+            hint = "; a longer replay design narrows part of the in-step σ"
+            if math.isfinite(self.neighbour):
+                own = math.sqrt(max(self.measured**2 - self.neighbour**2, 0.0))
+                hint = (
+                    f"; of {source}'s in-step σ, {100 * self.neighbour:.1f} % is the neighbour dependence, which no "
+                    f"design length narrows, and {100 * own:.1f} % the design's own noise, which a longer design does"
+                )
         return f"its {source} prior's 1 σ: {100 * self.total:.1f} % ({parts}, in quadrature{hint})"
 
 
@@ -204,6 +215,7 @@ def fit_columns(
     base = (pm, psd)
     pm, psd, prior_src, raw_parts, common, moved = prior_arrays(d, active, *base, priors)
     ctx = prior_context_spread(d, active, priors)
+    fold = prior_context_spread(d, active, priors, fold=True)
     upper = power_bounds(d, active, power_limit_w, x, power_ceiling_w)
     over_w = pm.copy()
 
@@ -236,7 +248,7 @@ def fit_columns(
     else:
         common = math.nan
         pm, psd, bad, scale_fits = calibrate(pm, psd)
-    parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active, common, moved)
+    parts = _parts(raw_parts, ctx, pm, psd, prior_src, scale_fits, bad, active, common, moved, fold)
     fit = fit_powers(x, y_j, pm, psd, upper_w=upper)
     at_limit = np.zeros(n_cols, bool)
     at_limit[active] = np.isfinite(upper) & (fit.power_w >= 0.999 * upper)
@@ -281,13 +293,15 @@ def _parts(
     active: I64,
     common: float = math.nan,
     moved: NDArray[np.bool_] | None = None,
+    fold: F64 | None = None,
 ) -> dict[int, PriorParts]:
     """Each column's :class:`PriorParts` (by column index), from :func:`prior_arrays`' measured and time parts and its
     source's scale fit: a calibrated source's prior σ is √(spread² + measured² + time² + scale²) of its mean
     (:func:`archline.measurement.attribute.prior_fit.calibrate_priors`), an uncalibrated one's √(measured² + time²),
     raised to replay's floor where it has no measured spread (the rest of its σ is then ``floor``). Capped priors
     (``bad``) are left out: their rows say they were capped (rows.column_rows). A prior whose time part is beyond the
-    ``common`` shift (``moved``, by position: :func:`prior_arrays`) says so."""
+    ``common`` shift (``moved``, by position: :func:`prior_arrays`) says so, and one whose measured part holds a
+    design's neighbour dependence (``fold``, by position: :func:`prior_context_spread`) says how much."""
     by_source = {f.source: f for f in fits if f.calibrated}
     out: dict[int, PriorParts] = {}
     for j, k in enumerate(active.tolist()):
@@ -302,7 +316,8 @@ def _parts(
         known = math.sqrt(float(raw[j, 0]) ** 2 + float(raw[j, 1]) ** 2 + spread**2 + scale**2)
         floor = math.sqrt(total**2 - known**2) if total > known * (1.0 + 1e-9) else 0.0
         beyond = common if moved is not None and moved[j] else math.nan
+        nb = float(min(fold[j], raw[j, 0])) if fold is not None and np.isfinite(fold[j]) else math.nan
         out[int(k)] = PriorParts(
-            float(raw[j, 0]), float(raw[j, 1]), spread, scale, total, bool(np.isfinite(ctx[j])), floor, beyond
+            float(raw[j, 0]), float(raw[j, 1]), spread, scale, total, bool(np.isfinite(ctx[j])), floor, beyond, nb
         )
     return out

@@ -40,6 +40,10 @@ class KernelPrior:
     #: program's calls); ``step``, the group's share of the replays' wall time (the design's additive fit); ``alone``,
     #: its lone replay's time beyond an empty one; "" where unknown.
     time_source: str = ""
+    #: The part of the relative spread (``sd_j`` / ``energy_per_call_j``) that is the design's neighbour dependence
+    #: folded in (replay_context.fold_sigma's ρ term, which no length of design narrows; the rest, the design's own
+    #: noise, a longer design does); NaN where the prior has no design's in-step σ.
+    context_fold_rel: float = math.nan
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.energy_per_call_j) and self.energy_per_call_j > 0):
@@ -83,6 +87,12 @@ def priors_from_replay(
     factor_busy = dict(zip(f_names, f_busy, strict=True)) if len(f_names) == len(f_busy) else {}
     # Graph nodes carry mangled names (cuFuncGetName); the attribution's rows are demangled.
     names = demangle([str(r.get("group", "")) for r in rows])
+    # the fold's ⟨e²⟩ and p (replay_context.fold_sigma): the mean squared in-step energy of the design's factors (the
+    # rows with one), and the share of configurations each factor was on in
+    ctx_all = [c for c in (_num(r.get("context_j")) for r in rows) if math.isfinite(c)]
+    typical = sum(c * c for c in ctx_all) / len(ctx_all) if ctx_all else math.nan
+    p_on = _num(d.get("p_on"))
+    p_on = p_on if math.isfinite(p_on) and 0.0 < p_on < 1.0 else 0.5
     out: dict[str, KernelPrior] = {}
     for r in rows:
         name = str(r.get("group", ""))
@@ -102,9 +112,11 @@ def priors_from_replay(
             # the lone replay's launch per node (30-60 % more per call on the H100 runs, docs/attribution.md).
             tc = _num(r.get("context_time_s"))
             call, src = busy_call or ((tc / n, "step") if math.isfinite(tc) and tc > 0 else (t_call, t_src))
+            fold = rho * math.sqrt(1.0 / p_on + p_on * typical / ((1.0 - p_on) ** 2 * ctx**2))
             out[names.get(name, name)] = KernelPrior(
                 ctx / n, ctx_sd / n, "replay", context_rel_sd=rho if math.isfinite(rho) else math.nan,
                 time_per_call_s=call, time_source=src,
+                context_fold_rel=min(fold, ctx_sd / ctx) if math.isfinite(fold) else math.nan,
             )  # fmt: skip
             continue
         e, sig = _num(r.get("energy_j")), _num(r.get("energy_sigma_j"))
