@@ -4,6 +4,7 @@ skipped, and a run set without a summary is a one-line exit 2."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -83,3 +84,30 @@ def test_the_time_rule_redo_of_session_21s_held_out_runs_prints_its_docs_file() 
     assert out == (ROOT / "docs" / "data" / "time_rule_redo_s21.txt").read_text().splitlines()
     shares = [line.split("identifiable with ±15 % intervals: ")[1].split(" %")[0] for line in out if "±15 %" in line]
     assert shares == ["18.6", "34.5", "35.7", "35.7"]
+
+
+@pytest.mark.skipif(not os.environ.get("ARCHLINE_SLOW_TESTS"), reason="a CPU redo: set ARCHLINE_SLOW_TESTS=1")
+def test_a_redone_h200_row_says_how_much_of_its_in_step_sigma_no_design_narrows(tmp_path: Path) -> None:
+    """docs/attribution.md "What a row's prior σ is made of": session 21's GPU-ecd6d00a transformer run redone from its
+    trace, the GEMM nvjet_…_coopA_NNT's note splits replay's in-step σ 6.3 % into 6.0 % neighbour dependence and
+    1.9 % the design's own noise."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the repository's history (the raw trace)")
+    run = ROOT / "results" / "h200" / "attribution-s21" / "heldout-time-rule-GPU-ecd6d00a"
+    shutil.copytree(run, tmp_path / "set")
+    rel = "transformer-run/raw/cupti/cupti-2006-1795761489105919473.bin.xz"
+    trace = tmp_path / "trace.bin.xz"
+    trace.write_bytes(subprocess.run(["git", "show", f"857154d:{run.relative_to(ROOT)}/{rel}"], cwd=ROOT,
+                                     capture_output=True, check=True).stdout)  # fmt: skip
+    saved = tmp_path / "redo.json"
+    redo = ROOT / "benchmarks" / "redo_attribution.py"
+    args = [str(tmp_path / "set" / "transformer-run"), "--cupti", str(trace),
+            "--prior-replay", str(tmp_path / "set" / "transformer-replay"), "--save", str(saved)]  # fmt: skip
+    subprocess.run([sys.executable, str(redo), *args], cwd=ROOT, capture_output=True, check=True)
+    rows = json.loads(saved.read_text())["rows"]
+    note = next(r["note"] for r in rows if r["name"] == "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
+    assert "replay's in-step σ 6.3 %" in note
+    assert (
+        "of replay's in-step σ, 6.0 % is the neighbour dependence, which no design length narrows, and 1.9 % the "
+        "design's own noise, which a longer design does" in note
+    )
