@@ -393,9 +393,18 @@ def test_a_design_prior_carries_the_part_of_its_spread_that_is_the_neighbour_dep
         want = rho * math.sqrt(e**2 / p + p * typical / (1 - p) ** 2) / e
         assert pri[g].context_fold_rel == pytest.approx(want, rel=1e-12)
         rel = pri[g].sd_j / pri[g].energy_per_call_j
-        assert math.sqrt(rel**2 - pri[g].context_fold_rel**2) == pytest.approx(se[g] / e, rel=1e-9)
+        assert math.sqrt(rel**2 - pri[g].context_fold_rel ** 2) == pytest.approx(se[g] / e, rel=1e-9)
     # the small group's spread is mostly the neighbour dependence of the typical group's size
     assert pri["relu"].context_fold_rel > pri["gemm"].context_fold_rel
     # without a design's in-step energy (an isolated prior) there is none
     iso = priors_from_replay([{"group": "k", "nodes_per_step": "1", "energy_j": "0.5", "energy_sigma_j": "0.01"}])
     assert math.isnan(iso["k"].context_fold_rel)
+
+
+def test_a_prefix_designs_fold_part_is_taken_at_one_half():
+    """replay_context folds a prefix design as at p = ½ whatever its p_on; the prior's fold part does the same."""
+    rows = [{"group": g, "nodes_per_step": "1", "context_j": str(e), "context_sigma_j": "0.2"}
+            for g, e in (("a", 1.0), ("b", 0.5))]  # fmt: skip
+    typical = (1.0 + 0.25) / 2
+    pri = priors_from_replay(rows, design={"rho_fold": 0.03, "p_on": 0.8, "kind": "prefix"})
+    assert pri["a"].context_fold_rel == pytest.approx(0.03 * math.sqrt(2.0 + 2.0 * typical))

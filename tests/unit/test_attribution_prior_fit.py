@@ -373,8 +373,9 @@ def test_the_prior_parts_note_names_a_design_and_what_narrows_it():
     n = PriorParts(measured=0.063, time=0.009, spread=0.0, scale=0.026, total=0.069, in_step=True, neighbour=0.059)
     assert n.note("replay") == (
         "its replay prior's 1 σ: 6.9 % (replay's in-step σ 6.3 %, the priors' scale 2.6 %, its time per call here "
-        "against replay's 0.9 %, in quadrature; of replay's in-step σ, 5.9 % is the neighbour dependence, which no "
-        "design length narrows, and 2.2 % the design's own noise, which a longer design does)"
+        "against replay's 0.9 %, in quadrature; of replay's in-step σ, 5.9 % is the neighbour dependence, which a "
+        "longer design narrows only as far as ρ's own uncertainty goes, and 2.2 % the design's own noise, which it "
+        "narrows)"
     )
 
 
@@ -457,3 +458,22 @@ def test_time_common_drops_priors_without_a_finite_ratio_or_a_positive_weight():
     assert time_common(r, [1, 1, 1, 1, 1, 0, 1]) == pytest.approx(0.05)  # the zero weight and the NaN ratio drop out
     assert time_common(r, [1, 1, 1, 1, 1, math.inf, 1]) == pytest.approx(0.05)
     assert math.isnan(time_common([0.1, 0.2, 0.3, 0.4, 9.0], [1, 1, 1, 1, 0]))  # four left: too few
+
+
+def test_parts_carry_each_columns_neighbour_part_and_never_more_than_its_measured_sigma():
+    """column_fit._parts takes each column's fold part (prior_context_spread(..., fold=True), by position) into
+    PriorParts.neighbour, at most the prior's measured σ; a column without one keeps NaN and the old hint."""
+    from archline.measurement.attribute.column_fit import _parts
+
+    raw = np.array([[0.063, 0.009], [0.05, 0.0], [0.04, 0.01]])
+    ctx = np.array([0.04, 0.04, math.nan])
+    pm = np.array([800.0, 400.0, 300.0])
+    psd = pm * np.hypot(raw[:, 0], raw[:, 1])
+    fold = np.array([0.059, 0.07, math.nan])  # the second above its measured σ (numerically): capped at it
+    got = _parts(raw, ctx, pm, psd, ["replay"] * 3, [], [], np.array([3, 5, 8]), fold=fold)
+    assert got[3].neighbour == pytest.approx(0.059) and got[5].neighbour == pytest.approx(0.05)
+    assert math.isnan(got[8].neighbour)
+    a, b = got[3].note("replay"), got[5].note("replay")
+    assert "5.9 % is the neighbour dependence" in a and "2.2 % the design's own noise" in a
+    assert "5.0 % is the neighbour dependence" in b and "0.0 % the design's own noise" in b
+    assert got[8].note("replay").endswith("in quadrature)")

@@ -108,6 +108,6 @@ def test_a_redone_h200_row_says_how_much_of_its_in_step_sigma_no_design_narrows(
     note = next(r["note"] for r in rows if r["name"] == "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
     assert "replay's in-step σ 6.3 %" in note
     assert (
-        "of replay's in-step σ, 6.0 % is the neighbour dependence, which no design length narrows, and 1.9 % the "
-        "design's own noise, which a longer design does" in note
+        "of replay's in-step σ, 6.0 % is the neighbour dependence, which a longer design narrows only as far as ρ's "
+        "own uncertainty goes, and 1.9 % the design's own noise, which it narrows" in note
     )

@@ -44,8 +44,8 @@ class PriorParts:
     floor: float = 0.0
     #: The calls' common ln(time here / time there) that ``time`` is beyond (priors timed by CUPTI); NaN: none.
     common: float = math.nan
-    #: The part of ``measured`` that is the replay design's neighbour dependence (no design length narrows it;
-    #: :attr:`KernelPrior.context_fold_rel`); NaN where unknown.
+    #: The part of ``measured`` that is the replay design's neighbour dependence (a longer design narrows it only as
+    #: far as ρ's own uncertainty goes; :attr:`KernelPrior.context_fold_rel`); NaN where unknown.
     neighbour: float = math.nan
 
     def note(self, source: str) -> str:
@@ -75,8 +75,9 @@ class PriorParts:
             if math.isfinite(self.neighbour):
                 own = math.sqrt(max(self.measured**2 - self.neighbour**2, 0.0))
                 hint = (
-                    f"; of {source}'s in-step σ, {100 * self.neighbour:.1f} % is the neighbour dependence, which no "
-                    f"design length narrows, and {100 * own:.1f} % the design's own noise, which a longer design does"
+                    f"; of {source}'s in-step σ, {100 * self.neighbour:.1f} % is the neighbour dependence, which a "
+                    f"longer design narrows only as far as ρ's own uncertainty goes, and {100 * own:.1f} % the "
+                    "design's own noise, which it narrows"
                 )
         return f"its {source} prior's 1 σ: {100 * self.total:.1f} % ({parts}, in quadrature{hint})"
 

@@ -41,8 +41,8 @@ class KernelPrior:
     #: its lone replay's time beyond an empty one; "" where unknown.
     time_source: str = ""
     #: The part of the relative spread (``sd_j`` / ``energy_per_call_j``) that is the design's neighbour dependence
-    #: folded in (replay_context.fold_sigma's ρ term, which no length of design narrows; the rest, the design's own
-    #: noise, a longer design does); NaN where the prior has no design's in-step σ.
+    #: folded in (replay_context.fold_sigma's ρ term: a longer design narrows it only as far as ρ's own uncertainty
+    #: goes; the rest, the design's own noise, it narrows); NaN where the prior has no design's in-step σ.
     context_fold_rel: float = math.nan
 
     def __post_init__(self) -> None:
@@ -91,7 +91,7 @@ def priors_from_replay(
     # rows with one), and the share of configurations each factor was on in
     ctx_all = [c for c in (_num(r.get("context_j")) for r in rows) if math.isfinite(c)]
     typical = sum(c * c for c in ctx_all) / len(ctx_all) if ctx_all else math.nan
-    p_on = _num(d.get("p_on"))
+    p_on = _num(d.get("p_on")) if d.get("kind", "halves") == "halves" else 0.5  # a prefix design folds as at ½
     p_on = p_on if math.isfinite(p_on) and 0.0 < p_on < 1.0 else 0.5
     out: dict[str, KernelPrior] = {}
     for r in rows:
