@@ -22,7 +22,6 @@ as in the run, and every row as prior-led as it was.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_sets import each_workload
+from run_sets import table_main
 
 #: The designs the table predicts: (configurations, share each group is on in).
 DESIGNS = ((80, 0.5), (320, 0.5), (1280, 0.5), (320, 0.3), (320, 0.7))
@@ -165,11 +164,7 @@ def _line(att: dict[str, Any], got: tuple[list[Row], dict[str, Any], float, floa
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", type=Path)
-    a = ap.parse_args(argv)
-    print(HEAD)
-    return each_workload(a.runs, "design_power", _rows, _line)
+    return table_main(argv, __doc__, HEAD, "design_power", _rows, _line)
 
 
 if __name__ == "__main__":

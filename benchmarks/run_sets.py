@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -54,3 +55,15 @@ def each_workload(
                 return 2
             print(f"{head} skipped: {got}" if isinstance(got, str) else f"{head} {show(att, got)}")
     return 0
+
+
+def table_main(
+    argv: list[str] | None, doc: str | None, head: str, tool: str,
+    analyse: Callable[[Path, str], T | str], show: Callable[[dict[str, Any], T], str],
+) -> int:  # fmt: skip
+    """A table benchmark's command line: ``RUN_SET [RUN_SET ...]``, its header, then :func:`each_workload`."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path)
+    a = ap.parse_args(argv)
+    print(head)
+    return each_workload(a.runs, tool, analyse, show)

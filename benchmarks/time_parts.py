@@ -17,7 +17,6 @@ replay recorded no busy time is named and skipped.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import math
@@ -28,7 +27,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_sets import each_workload
+from run_sets import table_main
 
 HEAD = (
     f"{'gpu  set  board        workload':34s} {'rows':>4s} {'common%':>8s}  "
@@ -97,11 +96,7 @@ def _line(att: dict[str, Any], got: tuple[float, ...]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("runs", nargs="+", type=Path)
-    a = ap.parse_args(argv)
-    print(HEAD)
-    return each_workload(a.runs, "time_parts", _parts, _line)
+    return table_main(argv, __doc__, HEAD, "time_parts", _parts, _line)
 
 
 if __name__ == "__main__":
