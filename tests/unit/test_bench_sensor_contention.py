@@ -196,6 +196,25 @@ def test_the_session_21_run_bounds_the_sensors_share_within_3_percent(
     assert out.splitlines() == (root / "docs/data/sensor_contention_s21.txt").read_text().splitlines()
 
 
+@pytest.mark.parametrize(
+    ("folder", "board", "figure", "cycles"),
+    [("sensor-contention-s22", "GPU-e7ad0b8d", "+0.06 % [-0.88 .. +1.00 %] PASS", 125),
+     ("sensor-contention-s22-busy", "GPU-3d9d0cda", "-0.15 % [-2.24 .. +2.44 %] PASS", 49)],
+)  # fmt: skip
+def test_the_session_22_runs_bound_the_sensors_share_on_a_launch_bound_loop(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], folder: str, board: str, figure: str, cycles: int
+) -> None:
+    """docs/attribution.md "Session 22": plan_s22a (H100 GPU-e7ad0b8d, 600 s) and plan_s22c (H100 GPU-3d9d0cda, 240 s,
+    the host's other GPU busy), both frozen before they ran: 64 launches per synchronise, one sampler against none."""
+    root = Path(__file__).resolve().parents[2]
+    f = root / "results/h100/bench" / folder / f"sensor_contention-{board}.json.xz"
+    assert mod.main(["--summarize", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert f"one vs none: mean {figure}" in out and f"n={cycles} cycles" in out and "per 64 launches + sync" in out
+    doc = "sensor_contention_s22.txt" if folder.endswith("s22") else "sensor_contention_s22_busy.txt"
+    assert out.splitlines() == (root / "docs/data" / doc).read_text().splitlines()
+
+
 def test_the_child_launches_k_kernels_per_synchronise(
     mod: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
