@@ -151,17 +151,24 @@ def test_the_session_21_h200_pairs_print_their_docs_blocks(
     assert ("2 of 5 groups outside 3 %" in got[-1]) == (rc == 1) and ("PASS" in got[-1]) == (rc == 0)
 
 
-@pytest.mark.parametrize(("board", "verdict"), [("GPU-e7ad0b8d", "PASS (adequate)"), ("GPU-3d9d0cda", "PASS (coarse")])
+@pytest.mark.parametrize(
+    ("board", "rc", "verdict"),
+    [("GPU-e7ad0b8d", 0, "0 of 5 groups outside 3 %; 0 too noisy to judge; PASS (adequate)"),
+     ("GPU-3d9d0cda", 0, "0 of 5 groups outside 3 %; 0 too noisy to judge; PASS (coarse"),
+     ("GPU-80bea713", 1, "1 of 5 groups outside 3 %; 0 too noisy to judge; FAIL (adequate)")],
+)  # fmt: skip
 def test_the_session_22_pairs_at_three_seconds_print_their_docs_blocks(
-    mod: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, board: str, verdict: str
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, board: str, rc: int,
+    verdict: str,
 ) -> None:
-    """plan_s22a and plan_s22c (H200s asked for, H100s lent): the transformer's pairs with each configuration measured
-    for 3 s; both pass, max spreads 1.94 and 2.91 %. Each prints its block of docs/data/replay_across_s22.txt."""
+    """plan_s22a, plan_s22c and plan_s22a's second step again (H200s asked for, H100s lent): the transformer's pairs
+    with each configuration measured for 3 s; two pass (max spreads 1.94 and 2.91 %), one fails (a cuBLAS GEMM 5.06 %
+    apart, beyond its noise). Each prints its block of docs/data/replay_across_s22.txt."""
     monkeypatch.chdir(ROOT)
     d = Path("results") / "h100" / f"replay-across-s22-{board}"
-    assert mod.main([str(d / "a" / "transformer"), str(d / "b" / "transformer")]) == 0
+    assert mod.main([str(d / "a" / "transformer"), str(d / "b" / "transformer")]) == rc
     got = capsys.readouterr().out.splitlines()
     doc = (ROOT / "docs" / "data" / "replay_across_s22.txt").read_text().splitlines()
     start = doc.index(got[0])
     assert doc[start : start + len(got)] == got
-    assert "0 of 5 groups outside 3 %" in got[-1] and verdict in got[-1]
+    assert verdict in got[-1]

@@ -26,7 +26,10 @@ def test_design_table(capsys: pytest.CaptureFixture[str]) -> None:
     rows = _table("design_table", capsys)
     # within ±15 %: 39.8 % at batch 16, 44.4 and 45.0 % at batch 128; median half-widths 17.7, 16.4, 16.0 %
     assert [(r[0], r[-2], r[-1]) for r in rows] == [
-        ("GPU-e7ad0b8d", "39.8", "17.7"), ("GPU-e7ad0b8d", "44.4", "16.4"), ("GPU-6e0448a4", "45.0", "16.0")]  # fmt: skip
+        ("GPU-e7ad0b8d", "39.8", "17.7"),
+        ("GPU-e7ad0b8d", "44.4", "16.4"),
+        ("GPU-6e0448a4", "45.0", "16.0"),
+    ]
 
 
 def test_top10_table(capsys: pytest.CaptureFixture[str]) -> None:
