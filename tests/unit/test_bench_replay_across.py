@@ -158,7 +158,11 @@ def test_the_session_21_h200_pairs_print_their_docs_blocks(
      ("GPU-80bea713", 1, "1 of 5 groups outside 3 %; 0 too noisy to judge; FAIL (adequate)")],
 )  # fmt: skip
 def test_the_session_22_pairs_at_three_seconds_print_their_docs_blocks(
-    mod: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, board: str, rc: int,
+    mod: ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    board: str,
+    rc: int,
     verdict: str,
 ) -> None:
     """plan_s22a, plan_s22c and plan_s22a's second step again (H200s asked for, H100s lent): the transformer's pairs
