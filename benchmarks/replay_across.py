@@ -8,8 +8,9 @@ two or more separate replays of the same step on one board (``replay.csv`` and `
 the measured groups by name and judges each group's isolated energy per step across the runs exactly as replay
 judges its repeats (``replay_stats.reproducibility``: the range of the runs in % of their mean, two-sided; a group
 whose reported σ alone would spread it beyond the target is left unresolved unless its spread is beyond that
-noise). It prints each group's energies and spread, the whole step's, the groups measured in some runs only (a
-different capture), and the verdict. The runs must name one board (their manifests' GPU UUID): a comparison across
+noise). It prints each group's energies and spread, each group's SM clock alone in each run where the replays
+recorded it (from session 22 on; '*' where the board slowed its clocks), the whole step's, the groups measured in some
+runs only (a different capture), and the verdict. The runs must name one board (their manifests' GPU UUID): a comparison across
 boards is refused. Exit 0 on PASS, 1 otherwise, 2 with one line on bad input.
 """
 
@@ -56,7 +57,9 @@ def load(run: Path) -> tuple[str, dict[str, Energy], Energy]:
             continue
         e, sd, t = _num(r.get("energy_j")), _num(r.get("energy_sigma_j")), _num(r.get("time_s"))
         if math.isfinite(e) and math.isfinite(sd):
-            groups[str(r["group"])] = Energy(e, sd, t)
+            mhz = _num(r.get("sm_clock_mhz"))
+            reasons = tuple(x for x in str(r.get("clock_event_reasons") or "").split(",") if x)
+            groups[str(r["group"])] = Energy(e, sd, t, 0, mhz if math.isfinite(mhz) else None, reasons)
     step = Energy(_num(doc.get("step_energy_j")), _num(doc.get("step_sigma_j")), _num(doc.get("step_time_s")))
     if not groups or not math.isfinite(step.energy_j):
         raise BadInput(f"{run}: no measured group or no whole-step energy in its replay.csv / replay.json")
@@ -88,6 +91,7 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str]
         judged.append((g, spread, noise))
         vals = " ".join(f"{e.energy_j:.4f}" for e in each)
         lines.append(f"{shown[g][:60]:<60} {vals:<34} {_pct(spread):>7} {_pct(noise):>7}")
+    lines += _clock_lines(common, shown, loaded)
     for g in shown_only:
         vals = " ".join(f"{gs[g].energy_j:.4f}" for _, gs, _ in loaded)
         lines.append(f"{g[:60]:<60} {vals:<34} {_pct(run_spread_pct([gs[g].energy_j for _, gs, _ in loaded])):>7}"
@@ -113,6 +117,32 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str]
         f"{target_pct:g} %; {len(rep['groups_unresolved'])} too noisy to judge; {rep['verdict']} ({rep['resolution']})"
     )
     return lines, rep["verdict"] == "PASS"
+
+
+Loaded = tuple[str, dict[str, Energy], Energy]
+
+
+def _clock_lines(common: list[str], shown: dict[str, str], loaded: list[Loaded]) -> list[str]:
+    """Each judged group's SM clock alone in each run (MHz; replays from session 22 on record it), a '*' where a
+    clock-event reason that slows the clocks was set (a power cap, a thermal or hardware slowdown); none for older
+    replays."""
+    from archline.hw.nvml import THROTTLE_BITS
+
+    slowing = {name for name, slow in THROTTLE_BITS.values() if slow}
+    out = []
+    for g in common:
+        each = [gs[g] for _, gs, _ in loaded]
+        if all(e.sm_clock_mhz is None for e in each):
+            continue
+        vals = " ".join(
+            ("-" if e.sm_clock_mhz is None else f"{e.sm_clock_mhz:.0f}")
+            + ("*" if slowing & set(e.clock_reasons) else "")
+            for e in each
+        )
+        reasons = sorted({x for e in each for x in e.clock_reasons if x in slowing})
+        out.append(f"  SM clock alone, each run (MHz): {vals}" + (f"  * {', '.join(reasons)}" if reasons else "")
+                   + f"  [{shown[g][:30]}]")  # fmt: skip
+    return out
 
 
 def _pct(x: float | None) -> str:

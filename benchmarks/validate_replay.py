@@ -199,6 +199,8 @@ def report(name: str, res: Mapping[str, Any]) -> list[str]:
             f"   {g}: {_fmt(r['energy_j'], '.4g')} ± {_fmt(r['energy_sigma_j'], '.2g')} J per step (runs {runs}; "
             f"spread {_fmt(r.get('run_spread_pct'), '.2f')} %, noise alone {_fmt(r.get('run_noise_pct'), '.2f')} %)"
             f"{marg}, {_fmt(r['mean_power_w'], '.0f')} W"
+            + ("" if r.get("sm_clock_mhz") is None else f", SM {_fmt(r['sm_clock_mhz'], '.0f')} MHz")
+            + (f" ({r['clock_event_reasons']})" if r.get("clock_event_reasons") else "")
         )
     out.append(
         f"   sum of isolated {_fmt(s['sum_isolated_j'], '.4g')} J vs whole step {_fmt(s['step_energy_j'], '.4g')} J "

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import archline
+from archline.core.readings import Readings
 from tests.helpers.live_sensor import AveragingLiveSensor, LiveGPU
 
 
@@ -120,3 +122,60 @@ def test_numpy_gpu_indices_are_gpu_indices() -> None:
     assert isinstance(m, MultiMeasurement) and sorted(m.per_gpu) == [0, 1]
     with pytest.raises(InputError):
         archline.measure(gpu=[-1])
+
+
+class _Scalar:
+    """A 20 Hz scalar source on the live GPU's clock: ``value`` every 50 ms since the last read (an SM clock, a
+    clock-event mask), as the averaging sensor reports every period since its last read."""
+
+    def __init__(self, gpu: LiveGPU, name: str, quantity: str, value: float) -> None:
+        self.gpu, self.name, self.quantity, self.value = gpu, name, quantity, value
+        self.poll_interval_s, self.blocking, self.nominal_period_s = 0.05, False, None
+        self._next = gpu.clock.now_s()
+
+    def read(self) -> Readings:
+        now = self.gpu.clock.now_s()
+        t = np.arange(self._next, now, 0.05)
+        self._next = float(t[-1]) + 0.05 if t.size else self._next
+        return Readings(self.name, self.quantity, t, np.full(t.shape, self.value))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        pass
+
+
+def test_measure_callable_says_what_the_clocks_did() -> None:
+    """Session 22: a GEMM replayed alone on H100 GPU-80bea713 ran at 785 W in one process and 854 W in the next, and
+    nothing recorded whether its clocks were held down. measure_callable now gives the SM clock over its repetitions
+    and the clock-event reasons set then (gpu_idle left out); without such sources, None and ""."""
+    gpu = LiveGPU()
+
+    def call() -> None:
+        with gpu.busy():
+            gpu.clock.sleep(0.004)
+
+    kw = {"sync": lambda: None, "target_rel_error": 0.05, "max_total_s": 3, "clock": gpu.clock}
+    srcs = [AveragingLiveSensor(gpu), _Scalar(gpu, "nvml.sm_clock", "sm_clock", 1755.0),
+            _Scalar(gpu, "nvml.throttle", "throttle", float(0x4 | 0x1))]  # fmt: skip
+    res = archline.measure_callable(call, sources=srcs, **kw)  # type: ignore[arg-type]
+    assert res.sm_clock_mhz == pytest.approx(1755.0)
+    assert res.clock_event_reasons == "sw_power_cap"
+    row = res.table_rows()[0]
+    assert row["sm_clock_mhz"] == pytest.approx(1755.0) and row["clock_event_reasons"] == "sw_power_cap"
+    bare = archline.measure_callable(call, sources=[AveragingLiveSensor(gpu)], **kw)  # type: ignore[arg-type]
+    assert bare.sm_clock_mhz is None and bare.clock_event_reasons == ""
+
+
+def test_clock_state_reads_only_inside_the_spans() -> None:
+    from archline.core.recording import Recording
+    from archline.measurement.energy import clock_state
+
+    t = np.arange(0.0, 10.0, 0.05)
+    clk = Readings("nvml.sm_clock", "sm_clock", t, np.where((t >= 2) & (t <= 4), 1500.0, 1980.0))
+    thr = Readings("nvml.throttle", "throttle", t, np.where((t >= 2) & (t <= 4), float(0x4), float(0x1)))
+    rec = Recording({"nvml.sm_clock": clk, "nvml.throttle": thr}, (), 0.0, 10.0)
+    held = clock_state(rec, [(2.0, 4.0)])
+    assert held.sm_clock_mhz == pytest.approx(1500.0) and held.reasons == ("sw_power_cap",) and held.throttled
+    free = clock_state(rec, [(5.0, 6.0), (7.0, 8.0)])
+    assert free.sm_clock_mhz == pytest.approx(1980.0) and free.reasons == () and free.throttled is False
+    none = clock_state(rec, [(20.0, 21.0)])
+    assert none.sm_clock_mhz is None and none.reasons == () and none.throttled is None

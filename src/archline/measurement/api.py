@@ -12,7 +12,7 @@ from archline.core.readings import Clock, PowerSource, SystemClock
 from archline.core.recording import Recording, Region
 from archline.errors import ArchlineError, InputError
 from archline.measurement.choose import GpuIdentity, ModelChoice, choose_model
-from archline.measurement.energy import WindowEstimate, WindowEstimator
+from archline.measurement.energy import WindowEstimate, WindowEstimator, clock_state
 from archline.measurement.sampler import Sampler
 from archline.measurement.sensor_model import SensorModel
 
@@ -244,6 +244,10 @@ class CallableEnergy(Tabular):
     ``energy_j`` (J, 1 σ in ``energy_uncertainty_j``) is one call's board energy;
     ``time_s`` one call's wall time with the GPU synchronised; ``counter_energy_j`` the same
     energy from NVML's energy counter over all repetitions (None if they total under 1 s).
+    ``sm_clock_mhz`` (MHz, the mean of the SM clock's readings during the repetitions) and ``clock_event_reasons``
+    (NVML's clock-event reasons set in any reading during them, comma-separated: ``sw_power_cap`` where the board
+    held its clocks down to keep within its power limit) say what the clocks did while the call was measured; None
+    and "" where no such reading was taken.
     """
 
     energy_j: float
@@ -258,6 +262,8 @@ class CallableEnergy(Tabular):
     expected_rel_error: float
     sensor_model: str
     note: str = ""
+    sm_clock_mhz: float | None = None
+    clock_event_reasons: str = ""
     trace: Recording | None = field(default=None, repr=False, compare=False)
 
     def table_rows(self) -> list[dict[str, Any]]:
@@ -367,6 +373,7 @@ def measure_callable(
 
         with contextlib.suppress(ArchlineError):  # the counter changed too rarely: no cross-check
             counter, _ = counter_call_energy(en, regions, plan.calls_per_repetition)
+    clocks = clock_state(rec, [(r.start_s, r.end_s) for r in regions])
     return CallableEnergy(
         energy_j=est.energy_j,
         energy_uncertainty_j=est.energy_uncertainty_j,
@@ -380,6 +387,8 @@ def measure_callable(
         expected_rel_error=plan.expected_rel_error,
         sensor_model=choice.describe,
         note="; ".join(x for x in (est.note, *plan.notes) if x),
+        sm_clock_mhz=clocks.sm_clock_mhz,
+        clock_event_reasons=",".join(clocks.reasons),
         trace=rec,
     )
 
@@ -400,7 +409,7 @@ def _gpu_index(g: object) -> int | None:
 def _open(gpu: int) -> list[PowerSource]:
     from archline.hw.nvml import open_sources
 
-    return list(open_sources(gpu, ("nvml.buffer", "nvml.energy", "nvml.sm_clock")))
+    return list(open_sources(gpu, ("nvml.buffer", "nvml.energy", "nvml.sm_clock", "nvml.throttle")))
 
 
 def _identity(gpu: int, sources: Sequence[PowerSource] | None) -> GpuIdentity | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +16,7 @@ from archline.measurement.counter import counter_window_energies
 from archline.measurement.sensor_model import SensorModel
 from archline.measurement.windows import window_energies
 
-__all__ = ["WindowEstimate", "WindowEstimator", "counter_energy_j", "estimate_window"]
+__all__ = ["ClockState", "WindowEstimate", "WindowEstimator", "clock_state", "counter_energy_j", "estimate_window"]
 
 #: Readings this far around a region are enough for the model's baseline chunks and lag tail.
 _MARGIN_BEFORE_S = 3.0
@@ -85,6 +86,42 @@ def _mean_in(r: Readings | None, a_s: float, b_s: float) -> float | None:
     if not m.any():
         return None
     return float(np.mean(r.value[m]))
+
+
+@dataclass(frozen=True)
+class ClockState:
+    """The SM clock (MHz, mean of its readings) and the NVML clock-event reasons (any reading's, "gpu_idle" left out)
+    over some spans of a recording; ``throttled``: whether a reason that slows the clocks was set (a power cap, a
+    thermal or hardware slowdown). None and () where the recording holds no reading inside the spans: unknown, not
+    "not throttled"."""
+
+    sm_clock_mhz: float | None
+    reasons: tuple[str, ...]
+    throttled: bool | None
+
+
+def clock_state(rec: Recording, spans: Sequence[tuple[float, float]]) -> ClockState:
+    """What the board's clocks did over ``spans`` ((start, end) in s): ``nvml.sm_clock`` and ``nvml.throttle``."""
+    clk, thr = rec.get("nvml.sm_clock"), rec.get("nvml.throttle")
+
+    def inside(r: Readings) -> np.ndarray:
+        m = np.zeros(len(r), dtype=bool)
+        for a, b in spans:
+            m |= (r.t_s >= a) & (r.t_s <= b)
+        return m
+
+    mhz = None
+    if clk is not None and len(clk):
+        m = inside(clk)
+        mhz = float(np.mean(clk.value[m])) if m.any() else None
+    reasons: tuple[str, ...] = ()
+    throttled = None
+    if thr is not None and len(thr):
+        m = inside(thr)
+        if m.any():
+            names, throttled = decode_throttle(int(np.bitwise_or.reduce(thr.value[m].astype(np.int64))))
+            reasons = tuple(n for n in names if n != "gpu_idle")
+    return ClockState(mhz, reasons, throttled)
 
 
 class WindowEstimator:
@@ -172,15 +209,7 @@ def estimate_window(
             mean_p = energy / (b - a)
     if estimator is not None and estimator.choice is not None:
         notes.insert(0, estimator.choice.describe)
-    thr = rec.get("nvml.throttle")
-    reasons: tuple[str, ...] = ()
-    throttled: bool | None = None
-    if thr is not None and len(thr):
-        m = (thr.t_s >= a) & (thr.t_s <= b)
-        if m.any():  # no reading inside the window: unknown, not "not throttled"
-            mask = int(np.bitwise_or.reduce(thr.value[m].astype(np.int64)))
-            names, throttled = decode_throttle(mask)
-            reasons = tuple(n for n in names if n != "gpu_idle")
+    clocks = clock_state(rec, [(a, b)])  # no reading inside the window: unknown, not "not throttled"
     temp = rec.get("nvml.temperature")
     t_c = None
     if temp is not None and len(temp):
@@ -196,8 +225,8 @@ def estimate_window(
         sm_clock_mhz=_mean_in(rec.get("nvml.sm_clock"), a, b),
         mem_clock_mhz=_mean_in(rec.get("nvml.mem_clock"), a, b),
         temperature_c=t_c,
-        throttle_reasons=reasons,
-        throttled=throttled,
+        throttle_reasons=clocks.reasons,
+        throttled=clocks.throttled,
         resolvable=resolvable,
         source=source,
         raw_energy_j=raw,

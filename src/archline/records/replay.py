@@ -23,7 +23,9 @@ REPLAY_FILES = {
 #: written before the design have no such columns: readers take them as empty), ``context_time_s`` its time in
 #: the step; ``nonfinite_reps`` the repetitions behind the row that ended with the step's state non-finite
 #: (both written from session 9 on: session 8's files lack them); ``busy_time_s`` a kernel group's busy time per step
-#: in the whole step as CUPTI traces it (from session 20 on).
+#: in the whole step as CUPTI traces it (from session 20 on); ``sm_clock_mhz`` and ``clock_event_reasons`` the SM
+#: clock (MHz, mean) and NVML's clock-event reasons (comma-separated) over the group's isolated measurements (from
+#: session 22 on: a group alone above the power limit can be measured with its clocks held down).
 REPLAY_COLUMNS = (
     "group",
     "kind",
@@ -45,6 +47,8 @@ REPLAY_COLUMNS = (
     "energy_runs_j",
     "nonfinite_reps",
     "busy_time_s",
+    "sm_clock_mhz",
+    "clock_event_reasons",
 )
 
 

@@ -15,6 +15,7 @@ from archline.report.registry import RenderedReport
 from archline.report.render import write_document
 
 __all__ = [
+    "clock_warning",
     "design_text",
     "preparation_text",
     "read_replay",
@@ -215,6 +216,7 @@ def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -
     context = any(r.get("context_j") not in (None, "") for r in rows)
     why = any(r.get("reason") not in (None, "") for r in rows)
     nan = any(_int(r.get("nonfinite_reps")) > 0 for r in rows)
+    clock = any(r.get("sm_clock_mhz") not in (None, "") for r in rows)
     cells = []
     for r in rows:
         cell = [
@@ -234,6 +236,9 @@ def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -
             cell.append("—" if c in (None, "") else f"{_f(c, '.4g')} ± {_f(r.get('context_sigma_j'), '.2g')}")
         if spread:
             cell.append(_f(r.get("run_spread_pct"), ".2f"))
+        if clock:
+            reasons = str(r.get("clock_event_reasons") or "").replace(",", ", ")
+            cell.append(_f(r.get("sm_clock_mhz"), ".0f") + (f" ({reasons})" if reasons else ""))
         if nan:
             cell.append(str(_int(r.get("nonfinite_reps"))))
         if why:
@@ -241,8 +246,31 @@ def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -
         cells.append(tuple(cell))
     header = ["group", "nodes/step", "time (ms)", "isolated energy (J)", "power (W)", "marginal energy (J)"]
     header += ["in-context energy (J)"] * context + ["run-to-run spread (%)"] * spread
+    header += ["SM clock alone (MHz; clock-event reasons)"] * clock
     header += ["repetitions on NaN"] * nan + ["not measured because"] * why
     return Table(tuple(header), tuple(cells), caption="Per replay of the step; σ is 1 σ", notes=tuple(notes))
+
+
+def clock_warning(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Which groups were measured alone while the board slowed its clocks (a power cap, a thermal or hardware
+    slowdown: NVML's clock-event reasons), and what that does to their isolated energies (None: none was)."""
+    from archline.hw.nvml import THROTTLE_BITS
+
+    slowing = {name for name, slow in THROTTLE_BITS.values() if slow}
+    hit = []
+    for r in rows:
+        reasons = [x for x in str(r.get("clock_event_reasons") or "").split(",") if x in slowing]
+        if reasons:
+            hit.append(f"{r.get('group')} ({', '.join(reasons)}, {_f(r.get('sm_clock_mhz'), '.0f')} MHz)")
+    if not hit:
+        return None
+    return (
+        f"{len(hit)} group{'' if len(hit) == 1 else 's'} measured alone while the board slowed its clocks: "
+        + "; ".join(hit)
+        + ". A group that runs alone above the board's power limit can be held down by its power controller, as "
+        "it may not be inside the step: its isolated energy and time then depend on that controller's state and "
+        "may not reproduce from one run to the next (docs/replay.md, 'Session 22')"
+    )
 
 
 def render_replay(run: RunDir, out_dir: Path) -> RenderedReport:
@@ -257,9 +285,9 @@ def render_replay(run: RunDir, out_dir: Path) -> RenderedReport:
             f"{m.created_utc}, status {m.status}. " + replay_summary_text(s)
         )
     )
-    warn = state_warning(s)
-    if warn is not None:
-        doc.add(Para(f"Warning: {warn}."))
+    warnings = [w for w in (state_warning(s), clock_warning(rows)) if w is not None]
+    for w in warnings:
+        doc.add(Para(f"Warning: {w}."))
     doc.add(replay_table(rows, s.get("notes", [])))
     md, html = write_document(doc, out_dir)
-    return RenderedReport("replay", md, html, (), m.status, warnings=() if warn is None else (warn,))
+    return RenderedReport("replay", md, html, (), m.status, warnings=tuple(warnings))

@@ -213,7 +213,7 @@ class _Trials:
         if copy is None:
             return e
         return Energy(e.energy_j - copy.energy_j, math.hypot(e.sigma_j, copy.sigma_j), e.time_s - copy.time_s,
-                      e.nonfinite)  # fmt: skip
+                      e.nonfinite, e.sm_clock_mhz, e.clock_reasons)  # fmt: skip
 
     def busy(self, nodes: Sequence[int] | None) -> list[dict[str, float]]:
         """Each kernel name's busy time in each of :data:`BUSY_REPLAYS` traced replays with ``nodes`` enabled (s;
@@ -338,6 +338,7 @@ def _row(name: str, kind: str, nodes: int, runs: Sequence[Energy], marg: Sequenc
         None if m is None else m.energy_j, None if m is None else m.sigma_j,
         energy_runs_j=tuple(r.energy_j for r in runs), run_spread_pct=spread, run_noise_pct=noise,
         nonfinite_reps=e.nonfinite + (0 if m is None else m.nonfinite),
+        sm_clock_mhz=e.sm_clock_mhz, clock_event_reasons=",".join(e.clock_reasons),
     )  # fmt: skip
 
 

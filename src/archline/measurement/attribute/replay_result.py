@@ -66,6 +66,11 @@ class ReplayRow:
     #: groups (replay.py's ``_ranking``), as the attribution times a program's calls; None where CUPTI did not trace
     #: (and in replays before session 20).
     busy_time_s: float | None = None
+    #: The SM clock (MHz, mean of its readings) and NVML's clock-event reasons (comma-separated, e.g.
+    #: ``sw_power_cap``) over the group's isolated measurements; None and "" where no reading was taken (fakes,
+    #: replays before session 22).
+    sm_clock_mhz: float | None = None
+    clock_event_reasons: str = ""
 
     def to_row(self) -> dict[str, Any]:
         out = dict(self.__dict__)

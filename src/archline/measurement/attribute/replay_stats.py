@@ -39,10 +39,20 @@ class Energy:
     sigma_j: float
     time_s: float
     nonfinite: int = 0
+    #: What the clocks did during this replay's measurement (the SM clock in MHz, NVML's clock-event reasons); a
+    #: difference keeps the first replay's (the group's own), as its energy is the group's.
+    sm_clock_mhz: float | None = None
+    clock_reasons: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, m: CallMeasure, nonfinite: int = 0) -> Energy:
-        return cls(m.energy_j, m.energy_uncertainty_j, m.time_s, nonfinite)
+        mhz = getattr(m, "sm_clock_mhz", None)
+        reasons = str(getattr(m, "clock_event_reasons", "") or "")
+        return cls(
+            m.energy_j, m.energy_uncertainty_j, m.time_s, nonfinite,
+            float(mhz) if isinstance(mhz, (int, float)) and math.isfinite(mhz) else None,
+            tuple(x for x in reasons.split(",") if x),
+        )  # fmt: skip
 
     def minus(self, other: Energy) -> Energy:
         """What this replay adds to ``other``'s nodes (a replay of both, less one of ``other``'s alone)."""
@@ -51,6 +61,8 @@ class Energy:
             math.hypot(self.sigma_j, other.sigma_j),
             self.time_s - other.time_s,
             self.nonfinite + other.nonfinite,
+            self.sm_clock_mhz,
+            self.clock_reasons,
         )
 
     @property
@@ -77,7 +89,10 @@ def mean_of_runs(runs: Sequence[Energy]) -> tuple[Energy, float | None, float | 
     if n >= 2 and e:
         single = math.sqrt(statistics.fmean(r.sigma_j**2 for r in runs))
         noise = _D2.get(n, 3.0) * single / abs(e) * 100.0
-    return Energy(e, sd, t, sum(r.nonfinite for r in runs)), spread, noise
+    clocks = [r.sm_clock_mhz for r in runs if r.sm_clock_mhz is not None]
+    reasons = tuple(dict.fromkeys(x for r in runs for x in r.clock_reasons))
+    mhz = statistics.fmean(clocks) if clocks else None
+    return Energy(e, sd, t, sum(r.nonfinite for r in runs), mhz, reasons), spread, noise
 
 
 #: The 99th percentile of the range of two runs, in units of its expected value (|Z|·√2 at 99 % over d2 = 1.128).

@@ -1,0 +1,91 @@
+"""Graph replay records what the clocks did while each group was measured alone (session 22: a GEMM alone above the
+power limit ran 8 % lower in power in one process than in the next, and nothing said whether its clocks were held
+down): the row's SM clock and clock-event reasons, replay.csv's columns, the report's warning, replay_across's line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from archline.measurement.attribute.replay import replay_energy
+from archline.records.replay import REPLAY_COLUMNS
+from archline.report.replay import clock_warning, replay_table
+from tests.helpers.bench import load_bench
+from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, NoisyMeasure
+
+NODES = [FakeNode("gemm", 0.004, 900.0), FakeNode("norm", 0.0015, 350.0), FakeNode("gemm", 0.004, 900.0),
+         FakeNode("relu", 0.0005, 300.0)]  # fmt: skip
+GEMMS = {0, 2}
+
+
+@dataclass(frozen=True)
+class _Clocked:
+    energy_j: float
+    energy_uncertainty_j: float
+    time_s: float
+    mean_power_w: float
+    sm_clock_mhz: float | None
+    clock_event_reasons: str
+
+
+class _ClockedMeasure:
+    """NoisyMeasure, with the board holding its clocks at ``held`` MHz (sw_power_cap) while the GEMMs run alone
+    (None: never)."""
+
+    def __init__(self, gpu: FakeGraphGPU, held: float | None, seed: int = 0) -> None:
+        self.gpu, self.held, self.inner = gpu, held, NoisyMeasure(gpu, seed=seed)
+
+    def __call__(self, fn: Callable[[], None]) -> _Clocked:
+        alone = set(self.gpu.enabled) == GEMMS
+        m = self.inner(fn)
+        mhz, why = (self.held, "sw_power_cap") if alone and self.held is not None else (1980.0, "")
+        return _Clocked(m.energy_j, m.energy_uncertainty_j, m.time_s, m.mean_power_w, mhz, why)
+
+
+def _replay(held: float | None, seed: int = 0, repeats: int = 1) -> Any:
+    gpu = FakeGraphGPU(NODES)
+    return replay_energy(gpu, _ClockedMeasure(gpu, held, seed), gpu.clock, top=2, marginal=False, repeats=repeats)
+
+
+def test_each_row_keeps_the_clocks_of_its_own_isolated_measurement() -> None:
+    res = _replay(1700.0, repeats=2)
+    rows = {r.group: r for r in res.rows}
+    assert rows["gemm"].sm_clock_mhz == 1700.0 and rows["gemm"].clock_event_reasons == "sw_power_cap"
+    assert rows["norm"].sm_clock_mhz == 1980.0 and rows["norm"].clock_event_reasons == ""
+    row = rows["gemm"].to_row()
+    assert {"sm_clock_mhz", "clock_event_reasons"} <= set(REPLAY_COLUMNS) and row["sm_clock_mhz"] == 1700.0
+
+
+def test_the_report_shows_the_clocks_and_warns_of_groups_held_down() -> None:
+    rows = [r.to_row() for r in _replay(1700.0).rows]
+    t = replay_table(rows)
+    col = t.header.index("SM clock alone (MHz; clock-event reasons)")
+    got = {r[0]: r[col] for r in t.rows}
+    assert got["gemm"] == "1700 (sw_power_cap)" and got["norm"] == "1980"
+    warn = clock_warning(rows)
+    assert warn is not None and warn.startswith("1 group measured alone while the board slowed its clocks: gemm")
+    assert clock_warning([{**r, "clock_event_reasons": ""} for r in rows]) is None
+    # replays from before session 22 have neither column: no column, no warning
+    old = [{k: v for k, v in r.items() if k not in ("sm_clock_mhz", "clock_event_reasons")} for r in rows]
+    assert "SM clock alone (MHz; clock-event reasons)" not in replay_table(old).header and clock_warning(old) is None
+
+
+def test_replay_across_prints_each_runs_clock_where_the_replays_recorded_it(tmp_path: Path, capsys: Any) -> None:
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+
+    dirs = []
+    for k, held in enumerate((1700.0, None)):
+        res = _replay(held, seed=k)
+        rd = RunDir.create(tmp_path / f"r{k}", Manifest.new("replay", gpu={"name": "fake", "uuid": "GPU-fake"}))
+        write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+        rd.finish("complete")
+        dirs.append(str(rd.path))
+    load_bench("replay_across").main(dirs)
+    out = capsys.readouterr().out.splitlines()
+    assert out.index("  SM clock alone, each run (MHz): 1980 1980  [norm]") < next(
+        i for i, line in enumerate(out) if line.startswith("[all other nodes]")
+    )
+    assert "  SM clock alone, each run (MHz): 1700* 1980  * sw_power_cap  [gemm]" in out
