@@ -10,8 +10,8 @@ judges its repeats (``replay_stats.reproducibility``: the range of the runs in %
 whose reported σ alone would spread it beyond the target is left unresolved unless its spread is beyond that
 noise). It prints each group's energies and spread, each group's SM clock alone in each run where the replays
 recorded it (from session 22 on; '*' where the board slowed its clocks), the whole step's, the groups measured in some
-runs only (a different capture), and the verdict. The runs must name one board (their manifests' GPU UUID): a comparison across
-boards is refused. Exit 0 on PASS, 1 otherwise, 2 with one line on bad input.
+runs only (a different capture), and the verdict. The runs must name one board (their manifests' GPU UUID): a
+comparison across boards is refused. Exit 0 on PASS, 1 otherwise, 2 with one line on bad input.
 """
 
 from __future__ import annotations
