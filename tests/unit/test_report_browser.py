@@ -27,6 +27,7 @@ RUNS = {
     "roofline (ML model, protocol v2)": "h100/roofline-ml-v2-1e142fa0",
     "replay": "h100/replay-rebuild/transformer",
     "replay (randomized design)": "h100/replay-design-smoke/transformer",
+    "replay (clocks recorded)": "h100/replay-across-s22-GPU-73d62263/a/transformer",
     "run (several GPUs)": "h200/node/run-gpu-all/ddp_run",
 }
 
