@@ -107,12 +107,14 @@ def make_fake_nvml(
         return energy_mj
 
     def nvmlDeviceGetClockInfo(h: str, which: int) -> int:
+        guard("nvmlDeviceGetClockInfo")
         return 1980 if which == consts["NVML_CLOCK_SM"] else 2619
 
     def nvmlDeviceGetTemperature(h: str, which: int) -> int:
         return 41
 
     def nvmlDeviceGetCurrentClocksEventReasons(h: str) -> int:
+        guard("nvmlDeviceGetCurrentClocksEventReasons")
         return 0x4
 
     # Static facts and state for the manifest (device_static / device_state), per handle "gpu<i>".

@@ -179,3 +179,27 @@ def test_clock_state_reads_only_inside_the_spans() -> None:
     assert free.sm_clock_mhz == pytest.approx(1980.0) and free.reasons == () and free.throttled is False
     none = clock_state(rec, [(20.0, 21.0)])
     assert none.sm_clock_mhz is None and none.reasons == () and none.throttled is None
+
+
+def test_a_clock_source_the_driver_refuses_is_left_out_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review of session 22: NVML's clock-event reasons fail on drivers before 535 and on some vGPUs; measure_callable
+    opened them unconditionally, and a failing source stops the sampler. It now probes each clock source once."""
+    import sys
+
+    from archline.measurement import api
+    from tests.helpers.fake_nvml import make_fake_nvml
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml(deny={"nvmlDeviceGetCurrentClocksEventReasons"}))
+    srcs = api._open(0)
+    try:
+        assert [s.name for s in srcs] == ["nvml.buffer", "nvml.energy", "nvml.sm_clock"]
+    finally:
+        for s in srcs:
+            s.close()
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
+    srcs = api._open(0)
+    try:
+        assert [s.name for s in srcs] == ["nvml.buffer", "nvml.energy", "nvml.sm_clock", "nvml.throttle"]
+    finally:
+        for s in srcs:
+            s.close()

@@ -89,3 +89,77 @@ def test_replay_across_prints_each_runs_clock_where_the_replays_recorded_it(tmp_
         i for i, line in enumerate(out) if line.startswith("[all other nodes]")
     )
     assert "  SM clock alone, each run (MHz): 1700* 1980  * sw_power_cap  [gemm]" in out
+
+
+def test_differences_and_means_keep_the_groups_own_clocks() -> None:
+    import numpy as np
+
+    from archline.measurement.attribute.replay_stats import Energy, mean_of_runs
+
+    alone = Energy(1.0, 0.01, 0.002, 0, 1700.0, ("sw_power_cap",))
+    base = Energy(0.1, 0.001, 0.0005, 0, 1980.0, ())
+    diff = alone.minus(base)  # the group's isolated energy less the base's: the group's own clocks
+    assert diff.sm_clock_mhz == 1700.0 and diff.clock_reasons == ("sw_power_cap",)
+    bare = Energy(1.0, 0.01, 0.002)
+    mean, _, _ = mean_of_runs([alone, bare, Energy(1.0, 0.01, 0.002, 0, 1900.0, ("hw_slowdown", "sw_power_cap"))])
+    assert mean.sm_clock_mhz == 1800.0 and mean.clock_reasons == ("sw_power_cap", "hw_slowdown")
+    assert mean_of_runs([bare, bare])[0].sm_clock_mhz is None
+
+    @dataclass(frozen=True)
+    class _M:
+        energy_j: float = 1.0
+        energy_uncertainty_j: float = 0.01
+        time_s: float = 0.002
+        mean_power_w: float = 500.0
+        sm_clock_mhz: Any = None
+        clock_event_reasons: Any = None
+
+    assert Energy.of(_M(sm_clock_mhz=np.float32(1755.0))).sm_clock_mhz == 1755.0
+    for bad in (True, float("nan"), "1980", None):
+        assert Energy.of(_M(sm_clock_mhz=bad)).sm_clock_mhz is None
+    assert Energy.of(_M(clock_event_reasons="sw_power_cap,,hw_slowdown")).clock_reasons == (
+        "sw_power_cap",
+        "hw_slowdown",
+    )
+
+
+def test_the_rest_keeps_its_own_clocks_and_run_warns_of_a_capped_replay(tmp_path: Path, capsys: Any) -> None:
+    from archline.cli.run_cmd import read_replay_priors
+    from archline.measurement.attribute.replay import REST
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+    from archline.report.registry import render_run
+
+    res = _replay(1700.0)
+    assert {r.group: r for r in res.rows}[REST].sm_clock_mhz == 1980.0
+    rd = RunDir.create(tmp_path / "r", Manifest.new("replay", gpu={"name": "fake", "uuid": "GPU-fake"}))
+    write_replay(rd, [r.to_row() for r in res.rows], res.summary())
+    rd.finish("complete")
+    assert read_replay_priors(rd.path)
+    err = capsys.readouterr().err
+    assert "measured alone while the board slowed its clocks: gemm (sw_power_cap, 1700 MHz)" in " ".join(err.split())
+    rep = render_run(rd.path)
+    assert any("slowed its clocks" in w for w in rep.warnings)
+    assert "SM clock alone (MHz; clock-event reasons)" in rep.markdown.read_text(encoding="utf-8")
+
+
+def test_a_run_without_clocks_shows_a_dash_beside_one_with(tmp_path: Path, capsys: Any) -> None:
+    import csv
+
+    from archline.records import Manifest, RunDir
+    from archline.records.replay import write_replay
+
+    dirs = []
+    for k in range(2):
+        res = _replay(1700.0, seed=k)
+        rows = [r.to_row() for r in res.rows]
+        if k == 1:  # a replay from before session 22: no clock columns at all
+            rows = [{c: v for c, v in r.items() if c not in ("sm_clock_mhz", "clock_event_reasons")} for r in rows]
+        rd = RunDir.create(tmp_path / f"r{k}", Manifest.new("replay", gpu={"name": "fake", "uuid": "GPU-fake"}))
+        write_replay(rd, rows, res.summary())
+        rd.finish("complete")
+        dirs.append(str(rd.path))
+    with open(Path(dirs[1]) / "replay.csv", newline="", encoding="utf-8") as fh:
+        assert all(r["sm_clock_mhz"] == "" for r in csv.DictReader(fh))
+    load_bench("replay_across").main(dirs)
+    assert "  SM clock alone, each run (MHz): 1700* -  * sw_power_cap  [gemm]" in capsys.readouterr().out

@@ -183,11 +183,12 @@ def read_replay_priors(directory: Path) -> dict[str, Any]:
     if not priors:
         raise InputError(f"{path}: no kernel group with a positive isolated or in-step energy")
     if path.name == "replay.csv":
-        from archline.report.replay import read_replay, state_warning
+        from archline.report.replay import clock_warning, read_replay, state_warning
 
-        warn = state_warning(read_replay(path.parent)[0])
-        if warn is not None:
-            err_console.print(f"archline: warning: {path.parent}: {warn}", soft_wrap=True, markup=False)
+        summary, rows = read_replay(path.parent)
+        for warn in (state_warning(summary), clock_warning(rows)):
+            if warn is not None:
+                err_console.print(f"archline: warning: {path.parent}: {warn}", soft_wrap=True, markup=False)
     return dict(priors)
 
 

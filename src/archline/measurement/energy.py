@@ -90,10 +90,10 @@ def _mean_in(r: Readings | None, a_s: float, b_s: float) -> float | None:
 
 @dataclass(frozen=True)
 class ClockState:
-    """The SM clock (MHz, mean of its readings) and the NVML clock-event reasons (any reading's, "gpu_idle" left out)
-    over some spans of a recording; ``throttled``: whether a reason that slows the clocks was set (a power cap, a
-    thermal or hardware slowdown). None and () where the recording holds no reading inside the spans: unknown, not
-    "not throttled"."""
+    """The SM clock (MHz, mean of its finite readings, taken at 20 Hz: a slowdown shorter than that can fall between
+    two) and the NVML clock-event reasons (any reading's, "gpu_idle" left out) over some spans of a recording;
+    ``throttled``: whether a reason that slows the clocks was set (a power cap, a thermal or hardware slowdown). None
+    and () where the recording holds no reading inside the spans: unknown, not "not throttled"."""
 
     sm_clock_mhz: float | None
     reasons: tuple[str, ...]
@@ -112,12 +112,12 @@ def clock_state(rec: Recording, spans: Sequence[tuple[float, float]]) -> ClockSt
 
     mhz = None
     if clk is not None and len(clk):
-        m = inside(clk)
+        m = inside(clk) & np.isfinite(clk.value)
         mhz = float(np.mean(clk.value[m])) if m.any() else None
     reasons: tuple[str, ...] = ()
     throttled = None
     if thr is not None and len(thr):
-        m = inside(thr)
+        m = inside(thr) & np.isfinite(thr.value)
         if m.any():
             names, throttled = decode_throttle(int(np.bitwise_or.reduce(thr.value[m].astype(np.int64))))
             reasons = tuple(n for n in names if n != "gpu_idle")

@@ -212,8 +212,7 @@ class _Trials:
         copy = self._copy_cost() if nodes is not None else None
         if copy is None:
             return e
-        return Energy(e.energy_j - copy.energy_j, math.hypot(e.sigma_j, copy.sigma_j), e.time_s - copy.time_s,
-                      e.nonfinite, e.sm_clock_mhz, e.clock_reasons)  # fmt: skip
+        return e.minus(copy)  # the copy is measured once, on a state that is never NaN: its nonfinite is 0
 
     def busy(self, nodes: Sequence[int] | None) -> list[dict[str, float]]:
         """Each kernel name's busy time in each of :data:`BUSY_REPLAYS` traced replays with ``nodes`` enabled (s;

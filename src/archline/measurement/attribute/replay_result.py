@@ -68,7 +68,8 @@ class ReplayRow:
     busy_time_s: float | None = None
     #: The SM clock (MHz, mean of its readings) and NVML's clock-event reasons (comma-separated, e.g.
     #: ``sw_power_cap``) over the group's isolated measurements; None and "" where no reading was taken (fakes,
-    #: replays before session 22).
+    #: replays before session 22, a GPU without the telemetry) and for rows the randomized design measured alone
+    #: (its configurations' clocks are not kept).
     sm_clock_mhz: float | None = None
     clock_event_reasons: str = ""
 

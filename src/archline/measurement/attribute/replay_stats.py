@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,9 +49,9 @@ class Energy:
     def of(cls, m: CallMeasure, nonfinite: int = 0) -> Energy:
         mhz = getattr(m, "sm_clock_mhz", None)
         reasons = str(getattr(m, "clock_event_reasons", "") or "")
+        ok = isinstance(mhz, numbers.Real) and not isinstance(mhz, bool) and math.isfinite(float(mhz))
         return cls(
-            m.energy_j, m.energy_uncertainty_j, m.time_s, nonfinite,
-            float(mhz) if isinstance(mhz, (int, float)) and math.isfinite(mhz) else None,
+            m.energy_j, m.energy_uncertainty_j, m.time_s, nonfinite, float(mhz) if ok else None,  # type: ignore[arg-type]
             tuple(x for x in reasons.split(",") if x),
         )  # fmt: skip
 
