@@ -100,10 +100,13 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str]
     lines.append(f"{'whole step':<60} {' '.join(f'{s.energy_j:.4f}' for s in steps):<34} "
                  f"{_pct(run_spread_pct([s.energy_j for s in steps])):>7}")  # fmt: skip
     if only:
-        names = ", ".join(short_name(n, 50) for n in demangle(only).values())
-        lines.append(f"measured in some runs only (another capture): {names}")
+        some = ", ".join(short_name(n, 50) for n in demangle(only).values())
+        lines.append(f"measured in some runs only (another capture): {some}")
     if any(p != parts[0] for p in parts) or any(set(gs) - set(common) - parts[0] for _, gs, _ in loaded):
-        odd = ", ".join(sorted(set.union(*parts) - set.intersection(*parts))) or "groups only some measured"
+        odd = (
+            ", ".join(sorted(set[str]().union(*parts) - parts[0].intersection(*parts[1:])))
+            or "groups only some measured"
+        )
         lines.append(f"UNRESOLVED: the captures measured different groups or took out different parts of the step "
                      f"({odd}), so replay's rows for the rest differ by more than any group's energy")  # fmt: skip
         return lines, False
