@@ -163,3 +163,22 @@ def test_a_run_without_clocks_shows_a_dash_beside_one_with(tmp_path: Path, capsy
         assert all(r["sm_clock_mhz"] == "" for r in csv.DictReader(fh))
     load_bench("replay_across").main(dirs)
     assert "  SM clock alone, each run (MHz): 1700* -  * sw_power_cap  [gemm]" in capsys.readouterr().out
+
+
+def test_archline_replay_prints_the_reports_warnings(tmp_path: Path, monkeypatch: Any) -> None:
+    from typer.testing import CliRunner
+
+    import archline.measurement.attribute.replay as replay_mod
+    from archline.cli.app import app
+    from tests.helpers.fake_graph import write_fake_replay
+
+    def fake_run_replay(step: Any, *, out: Any, force: bool, **kw: Any) -> Any:
+        return write_fake_replay(out, force, _replay(1700.0))
+
+    monkeypatch.setattr(replay_mod, "run_replay", fake_run_replay)
+    script = tmp_path / "s.py"
+    script.write_text("def make():\n    return lambda: None\n")
+    res = CliRunner().invoke(app, ["replay", f"{script}:make", "-o", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "archline: warning: 1 group measured alone while the board slowed its clocks: gemm" in text

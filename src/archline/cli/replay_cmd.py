@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from archline.cli._common import console, handle_errors, print_json
+from archline.cli._common import console, err_console, handle_errors, print_json
 from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
 
@@ -237,4 +237,6 @@ def register(app: typer.Typer) -> None:
                 f"max {rr['max_spread_pct']:.2f} % ({escape(rr['worst_group'][:40])}): {rr['verdict']} "
                 f"against {rr['target_pct']:g} %{escape(unresolved_text(rr))}; resolution {rr['resolution']}"
             )
+        for w in rep.warnings:  # a step not restored between replays, groups measured with the clocks slowed
+            err_console.print(f"archline: warning: {w}", soft_wrap=True, markup=False)
         console.print(f"report: {rep.markdown}")
