@@ -105,19 +105,13 @@ def test_differences_and_means_keep_the_groups_own_clocks() -> None:
     assert mean.sm_clock_mhz == 1800.0 and mean.clock_reasons == ("sw_power_cap", "hw_slowdown")
     assert mean_of_runs([bare, bare])[0].sm_clock_mhz is None
 
-    @dataclass(frozen=True)
-    class _M:
-        energy_j: float = 1.0
-        energy_uncertainty_j: float = 0.01
-        time_s: float = 0.002
-        mean_power_w: float = 500.0
-        sm_clock_mhz: Any = None
-        clock_event_reasons: Any = None
+    def _m(mhz: Any = None, reasons: Any = None) -> _Clocked:
+        return _Clocked(1.0, 0.01, 0.002, 500.0, mhz, reasons)
 
-    assert Energy.of(_M(sm_clock_mhz=np.float32(1755.0))).sm_clock_mhz == 1755.0
+    assert Energy.of(_m(np.float32(1755.0))).sm_clock_mhz == 1755.0
     for bad in (True, float("nan"), "1980", None):
-        assert Energy.of(_M(sm_clock_mhz=bad)).sm_clock_mhz is None
-    assert Energy.of(_M(clock_event_reasons="sw_power_cap,,hw_slowdown")).clock_reasons == (
+        assert Energy.of(_m(bad)).sm_clock_mhz is None
+    assert Energy.of(_m(reasons="sw_power_cap,,hw_slowdown")).clock_reasons == (
         "sw_power_cap",
         "hw_slowdown",
     )
