@@ -96,6 +96,23 @@ def test_a_failing_source_keeps_data_and_raises_on_stop() -> None:
     assert len(s.recording().readings["bad"]) == 3
 
 
+def test_a_failing_telemetry_source_is_dropped_and_the_recording_goes_on() -> None:
+    """Review of session 22: a clock or throttle source the driver refuses (NVML's clock-event reasons before driver
+    535, a vGPU) ended every recording that opened it; such a source is now dropped, its error in the meta."""
+    clock = FakeClock()
+    power = CountingSource("power", 0.002, clock=clock)
+    throttle = CountingSource("nvml.throttle", 0.002, fail_after=3, clock=clock)
+    throttle.quantity = "throttle"
+    s = Sampler([power, throttle], clock, settle_s=0.0).start()
+    for _ in range(8):
+        clock.sleep(0.002)
+        s.flush()
+    rec = s.stop()  # no error: the recording goes on without it
+    assert rec.meta["dropped"] == {"nvml.throttle": "nvml.throttle: sensor went away"}
+    assert len(rec.readings["nvml.throttle"]) == 2 and throttle.n == 3  # its readings so far kept, never read again
+    assert rec.meta["polls"]["power"] == 9 and len(rec.readings["power"]) == 5
+
+
 def test_an_injected_clock_means_no_thread_and_a_deterministic_recording() -> None:
     clock = FakeClock()
     a = CountingSource("a", 0.01, clock=clock)

@@ -11,7 +11,12 @@ from archline.core.readings import Clock, PowerSource, Readings, SystemClock, em
 from archline.core.recording import Recording, Region
 from archline.errors import ArchlineError, SensorError
 
-__all__ = ["Sampler"]
+__all__ = ["OPTIONAL_QUANTITIES", "Sampler"]
+
+#: What a recording can do without: a source of one of these that fails with an ArchlineError (a driver without the
+#: call, a vGPU that refuses it) is dropped, its readings so far kept and its error in the recording's meta
+#: (``dropped``: source → message), rather than ending the recording. Power and energy sources stay fatal.
+OPTIONAL_QUANTITIES: frozenset[str] = frozenset({"sm_clock", "mem_clock", "temperature", "throttle", "memory_used"})
 
 
 class Sampler:
@@ -55,6 +60,7 @@ class Sampler:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
+        self._dropped: dict[str, str] = {}
         self._start_s = 0.0
         self._end_s = 0.0
         self._polls: dict[str, int] = {s.name: 0 for s in sources}
@@ -157,6 +163,8 @@ class Sampler:
         end = self._end_s if self._end_s else self._clock.now_s()
         meta = dict(self._meta)
         meta["polls"] = dict(self._polls)
+        if self._dropped:
+            meta["dropped"] = dict(self._dropped)
         return Recording(readings, regions, self._start_s, end, meta)
 
     def _quantity(self, name: str) -> Any:
@@ -175,11 +183,20 @@ class Sampler:
 
     def _poll(self, s: PowerSource) -> None:
         with self._source_locks[s.name]:
-            self._poll_locked(s)
+            if s.name not in self._dropped:
+                self._poll_locked(s)
 
     def _poll_locked(self, s: PowerSource) -> None:
         try:
             r = s.read()
+        except ArchlineError as exc:
+            with self._lock:
+                if s.quantity in OPTIONAL_QUANTITIES:  # telemetry: drop the source, keep recording
+                    self._dropped[s.name] = str(exc)
+                    return
+                self._errors.append(exc)
+            self._stop.set()
+            return
         except BaseException as exc:  # keep what was recorded; stop() reports the error
             with self._lock:
                 self._errors.append(exc)
