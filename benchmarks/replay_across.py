@@ -12,6 +12,12 @@ noise). It prints each group's energies and spread, each group's SM clock alone 
 recorded it (from session 22 on; '*' where the board slowed its clocks), the whole step's, the groups measured in some
 runs only (a different capture), and the verdict. The runs must name one board (their manifests' GPU UUID): a
 comparison across boards is refused. Exit 0 on PASS, 1 otherwise, 2 with one line on bad input.
+
+``--raw`` (information, session 22, post hoc): judges each group's isolated replay as measured, before a replay's
+fixed cost (a replay with no group enabled) is taken out of it, i.e. the group's energy plus the fixed cost's, each
+run its own. Where the groups move together by what the fixed cost moved and not as measured, the spread comes from
+the fixed cost's measurement, not from the groups (docs/replay.md "Session 22"). Runs whose replays took no fixed
+cost out are refused with --raw.
 """
 
 from __future__ import annotations
@@ -41,8 +47,12 @@ def _num(x: Any) -> float:
         return math.nan
 
 
-def load(run: Path) -> tuple[str, dict[str, Energy], Energy]:
-    """(board UUID, {group: isolated energy per step}, the whole step) of one replay directory."""
+FIXED = "[a replay's fixed cost]"
+
+
+def load(run: Path, raw: bool = False) -> tuple[str, dict[str, Energy], Energy]:
+    """(board UUID, {group: isolated energy per step}, the whole step) of one replay directory; ``raw``: each kernel
+    group with the run's fixed cost added back (its energy and time, and the replay's own σ)."""
     try:
         with (run / "replay.csv").open(newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
@@ -60,15 +70,29 @@ def load(run: Path) -> tuple[str, dict[str, Energy], Energy]:
             mhz = _num(r.get("sm_clock_mhz"))
             reasons = tuple(x for x in str(r.get("clock_event_reasons") or "").split(",") if x)
             groups[str(r["group"])] = Energy(e, sd, t, 0, mhz if math.isfinite(mhz) else None, reasons)
+    if raw:
+        fixed = groups.get(FIXED)
+        if fixed is None:
+            raise BadInput(f"{run}: its replay took no fixed cost out (no {FIXED!r} row): nothing to add back (--raw)")
+        # the isolated replay as measured: its energy and time before the fixed cost was taken out, and its own σ
+        # (a group's σ is the replay's and the fixed cost's in quadrature)
+        groups = {
+            g: e if g.startswith("[") else Energy(
+                e.energy_j + fixed.energy_j, math.sqrt(max(e.sigma_j**2 - fixed.sigma_j**2, 0.0)),
+                e.time_s + fixed.time_s, 0, e.sm_clock_mhz, e.clock_reasons,
+            )
+            for g, e in groups.items()
+        }  # fmt: skip
     step = Energy(_num(doc.get("step_energy_j")), _num(doc.get("step_sigma_j")), _num(doc.get("step_time_s")))
     if not groups or not math.isfinite(step.energy_j):
         raise BadInput(f"{run}: no measured group or no whole-step energy in its replay.csv / replay.json")
     return uuid, groups, step
 
 
-def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str], bool]:
-    """The printed lines and whether every judged group is within ``target_pct`` across the runs."""
-    loaded = [load(r) for r in runs]
+def compare(runs: list[Path], target_pct: float = TARGET_PCT, raw: bool = False) -> tuple[list[str], bool]:
+    """The printed lines and whether every judged group is within ``target_pct`` across the runs (``raw``: each
+    group as measured, the fixed cost not taken out)."""
+    loaded = [load(r, raw) for r in runs]
     boards = {u for u, _, _ in loaded}
     if len(boards) != 1 or "" in boards:
         raise BadInput(f"the runs name {len(boards)} boards ({', '.join(sorted(b[:12] for b in boards))}): compare "
@@ -80,7 +104,8 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT) -> tuple[list[str]
     # measured and on what it took out: shown, never judged; runs that differ in them are not comparable
     parts = [{g for g in n if g.startswith("[")} for n in names]
     common, shown_only = [g for g in common if not g.startswith("[")], [g for g in common if g.startswith("[")]
-    lines = [f"board {next(iter(boards))[:12]}, {len(runs)} runs: {', '.join(str(r) for r in runs)}",
+    what = " (raw: each group with its run's fixed cost added back; information)" if raw else ""
+    lines = [f"board {next(iter(boards))[:12]}, {len(runs)} runs{what}: {', '.join(str(r) for r in runs)}",
              f"{'group':<60} {'energy per step, each run (J)':<34} {'spread':>7} {'noise':>7}"]  # fmt: skip
     judged: list[tuple[str, float | None, float | None]] = []
     full = demangle(common)
@@ -162,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = _Parser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("runs", type=Path, nargs="+", help="replay run directories of one step on one board")
     ap.add_argument("--target-pct", type=float, default=TARGET_PCT)
+    ap.add_argument("--raw", action="store_true", help="judge each group with its run's fixed cost added back")
     try:
         a = ap.parse_args(argv)
     except SystemExit as exc:
@@ -170,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         print("replay_across: give at least two replay directories", file=sys.stderr)
         return 2
     try:
-        lines, ok = compare(a.runs, a.target_pct)
+        lines, ok = compare(a.runs, a.target_pct, a.raw)
     except BadInput as exc:
         print(f"replay_across: {exc}", file=sys.stderr)
         return 2
