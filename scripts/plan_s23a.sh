@@ -14,15 +14,8 @@
 # Run detached (scripts/device_bg.sh start 570 plan_s23a, then wait). Locally: scripts/slim_tree.sh out first, back
 # after. GPU 0's archives come back as all-*, GPU 1's replays as all2-*, its contention as all3-*.
 #   OUT=/dir scripts/plan_s23a.sh
-set -u
-OUT=${OUT:?set OUT}
-here=$(cd "$(dirname "$0")/.." && pwd)
-cd "$here" || exit 1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-nvidia-smi --query-gpu=index,name,uuid --format=csv,noheader
-mkdir -p "$OUT/install" "$OUT/all" "$OUT/all2" "$OUT/all3"
-OUT="$OUT/install" scripts/device.sh >"$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
-echo "installed: $(tail -3 "$OUT/install.log" | head -1)"
+# shellcheck source=scripts/plan_common.sh
+. "$(dirname "$0")/plan_common.sh"
 SKIP_INSTALL=1 ON_GPU=0 MAX_LARGE=1 ATTRIBUTION_LIMIT=560 \
   ATTRIBUTION_ARGS="--only transformer --design-model links --design-budget-s 250 --transformer-batch 128" \
   OUT="$OUT/all" scripts/device.sh attribution >"$OUT/gpu0.log" 2>&1 &
