@@ -319,6 +319,28 @@ def _fixed_cost(t: _Trials, plan: _Plan, whole: Energy) -> Energy | None:
     return t.fixed_last
 
 
+def _fixed_share(rows: Sequence[ReplayRow]) -> str | None:
+    """How much of the measured groups' isolated replays the fixed cost taken out of each was (None: no kernel group
+    measured). Session 22 found a fixed cost 8.6 % apart between two processes moving two small groups 3.5-3.9 %
+    while their replays as measured agreed within 0.59 % (docs/replay.md)."""
+    fixed = next((r for r in rows if r.group == FIXED), None)
+    if fixed is None or not math.isfinite(fixed.energy_j):
+        return None
+    shares = [
+        fixed.energy_j / (r.energy_j + fixed.energy_j)
+        for r in rows
+        if r.kind == "kernel" and r.measurable and math.isfinite(r.energy_j) and r.energy_j + fixed.energy_j > 0
+    ]
+    if not shares:
+        return None
+    return (
+        f"a replay's fixed cost, {fixed.energy_j:.4g} J per step (a replay with no group enabled), was taken out of "
+        f"each group: {100 * min(shares):.0f}-{100 * max(shares):.0f} % of the kernel groups' isolated replays as "
+        "measured; a change in it from one run to the next moves every group by as many joules, the smallest most "
+        "(docs/replay.md, 'Session 22')"
+    )
+
+
 def _group_time(r: ReplayRow, times: Mapping[str, float], bases: Sequence[Energy]) -> float:
     """A group's time per replay beyond a replay with none: its timing's, or where that came out at nothing (the
     H100 runs of sessions 10-11: every group's timing, each replay primed by a whole step and a state copy, was
@@ -444,6 +466,9 @@ def replay_energy(
             res.rows.append(_row(PINNED, "mixed", len(plan.base) - len(plan.keep), bases))
         elif bases:  # every pass has one (_fixed_cost)
             res.rows.append(_row(FIXED, "mixed", len(plan.keep), bases))
+            share = _fixed_share(res.rows)
+            if share is not None:
+                res.notes.append(share)
             if t.fixed_reused:
                 res.notes.append(
                     f"the fixed cost's measurement failed in {t.fixed_reused} pass(es); each reused the last measured"
