@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archline.core.activity import demangle
+from archline.measurement.attribute.replay_context import fold_sigma
 
 __all__ = ["REPLAY_MIN_REL_SD", "REPLAY_TINY_REL_SD", "KernelPrior", "dominance", "priors_from_replay"]
 
@@ -112,7 +113,7 @@ def priors_from_replay(
             # the lone replay's launch per node (30-60 % more per call on the H100 runs, docs/attribution.md).
             tc = _num(r.get("context_time_s"))
             call, src = busy_call or ((tc / n, "step") if math.isfinite(tc) and tc > 0 else (t_call, t_src))
-            fold = rho * math.sqrt(1.0 / p_on + p_on * typical / ((1.0 - p_on) ** 2 * ctx**2))
+            fold = fold_sigma(ctx, 0.0, rho, typical, p_on) / ctx  # the ρ term alone, relative
             out[names.get(name, name)] = KernelPrior(
                 ctx / n, ctx_sd / n, "replay", context_rel_sd=rho if math.isfinite(rho) else math.nan,
                 time_per_call_s=call, time_source=src,
