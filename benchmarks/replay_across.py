@@ -154,9 +154,8 @@ def _clock_lines(common: list[str], shown: dict[str, str], loaded: list[Loaded])
     """Each judged group's SM clock alone in each run (MHz; replays from session 22 on record it), a '*' where a
     clock-event reason that slows the clocks was set (a power cap, a thermal or hardware slowdown); none for older
     replays."""
-    from archline.hw.nvml import THROTTLE_BITS
+    from archline.hw.nvml import SLOWDOWN_REASONS as slowing
 
-    slowing = {name for name, slow in THROTTLE_BITS.values() if slow}
     out = []
     for g in common:
         each = [gs[g] for _, gs, _ in loaded]

@@ -29,6 +29,7 @@ from archline.errors import (
 
 __all__ = [
     "DEFAULT_SOURCES",
+    "SLOWDOWN_REASONS",
     "SOURCES",
     "THROTTLE_BITS",
     "NVMLSession",
@@ -57,6 +58,8 @@ THROTTLE_BITS: dict[int, tuple[str, bool]] = {
     0x80: ("hw_power_brake_slowdown", True),
     0x100: ("display_clock_setting", False),
 }
+#: The names of the reasons that mean the card slowed its clocks (a power cap, a thermal or hardware slowdown).
+SLOWDOWN_REASONS: frozenset[str] = frozenset(name for name, slow in THROTTLE_BITS.values() if slow)
 
 _FI_POWER_AVERAGE = 185  # NVML_FI_DEV_POWER_AVERAGE: 1 s average on Ampere and later (NVML docs)
 _FI_POWER_INSTANT = 186  # NVML_FI_DEV_POWER_INSTANT

@@ -222,7 +222,7 @@ def estimate_window(
         max_power_w=max_p,
         idle_power_w=idle,
         counter_energy_j=counter,
-        sm_clock_mhz=_mean_in(rec.get("nvml.sm_clock"), a, b),
+        sm_clock_mhz=clocks.sm_clock_mhz,
         mem_clock_mhz=_mean_in(rec.get("nvml.mem_clock"), a, b),
         temperature_c=t_c,
         throttle_reasons=clocks.reasons,

@@ -254,9 +254,8 @@ def replay_table(rows: Sequence[Mapping[str, Any]], notes: Sequence[str] = ()) -
 def clock_warning(rows: Sequence[Mapping[str, Any]]) -> str | None:
     """Which groups were measured alone while the board slowed its clocks (a power cap, a thermal or hardware
     slowdown: NVML's clock-event reasons), and what that does to their isolated energies (None: none was)."""
-    from archline.hw.nvml import THROTTLE_BITS
+    from archline.hw.nvml import SLOWDOWN_REASONS as slowing
 
-    slowing = {name for name, slow in THROTTLE_BITS.values() if slow}
     hit = []
     for r in rows:
         reasons = [x for x in str(r.get("clock_event_reasons") or "").split(",") if x in slowing]
