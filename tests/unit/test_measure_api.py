@@ -183,19 +183,27 @@ def test_clock_state_reads_only_inside_the_spans() -> None:
 
 def test_a_clock_source_the_driver_refuses_is_left_out_not_fatal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Review of session 22: NVML's clock-event reasons fail on drivers before 535 and on some vGPUs; measure_callable
-    opened them unconditionally, and a failing source stops the sampler. It now probes each clock source once."""
+    opened them unconditionally, and a failing source stopped the sampler. The Sampler now drops such a source and
+    the recording goes on without it (the shared mechanism, not a probe of measure_callable's own)."""
     import sys
 
     from archline.measurement import api
+    from archline.measurement.sampler import Sampler
+    from tests.helpers.fake_gpu import FakeClock
     from tests.helpers.fake_nvml import make_fake_nvml
 
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml(deny={"nvmlDeviceGetCurrentClocksEventReasons"}))
-    srcs = api._open(0)
+    sampler = Sampler(api._open(0), FakeClock(), settle_s=0.0).start()
     try:
-        assert [s.name for s in srcs] == ["nvml.buffer", "nvml.energy", "nvml.sm_clock"]
+        sampler.flush()
+        rec = sampler.stop()  # no error: the refused source is left out
     finally:
-        for s in srcs:
-            s.close()
+        sampler.close()
+    # the power sources and the SM clock go on (the fake's buffer holds no sample after the recording began)
+    assert list(rec.readings) == ["nvml.buffer", "nvml.energy", "nvml.sm_clock", "nvml.throttle"]
+    assert len(rec.readings["nvml.energy"]) and len(rec.readings["nvml.sm_clock"])
+    assert not len(rec.readings["nvml.throttle"])
+    assert list(rec.meta["dropped"]) == ["nvml.throttle"]
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml())
     srcs = api._open(0)
     try:

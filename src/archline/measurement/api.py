@@ -406,27 +406,12 @@ def _gpu_index(g: object) -> int | None:
     return int(i) if i >= 0 else None
 
 
-#: The sensors measure_callable needs, and the clock telemetry it reads where the GPU and driver give it.
-_POWER_SOURCES = ("nvml.buffer", "nvml.energy")
-_CLOCK_SOURCES = ("nvml.sm_clock", "nvml.throttle")
-
-
 def _open(gpu: int) -> list[PowerSource]:
-    """The power sources, and each clock source that reads once without an error: one the GPU or driver does not
-    support (NVML's clock-event reasons before driver 535, a vGPU) is closed and left out, so its figures are None
-    rather than the whole measurement failing."""
+    """The power sources and the clock telemetry; a clock source the GPU or driver refuses (NVML's clock-event reasons
+    before driver 535, a vGPU) is dropped by the Sampler (``OPTIONAL_QUANTITIES``), its figures then None."""
     from archline.hw.nvml import open_sources
 
-    out: list[PowerSource] = []
-    for src in open_sources(gpu, _POWER_SOURCES + _CLOCK_SOURCES):
-        if src.name in _CLOCK_SOURCES:
-            try:
-                src.read()
-            except ArchlineError:
-                src.close()
-                continue
-        out.append(src)
-    return out
+    return list(open_sources(gpu, ("nvml.buffer", "nvml.energy", "nvml.sm_clock", "nvml.throttle")))
 
 
 def _identity(gpu: int, sources: Sequence[PowerSource] | None) -> GpuIdentity | None:
