@@ -275,12 +275,18 @@ def _measure_repeat(
 ) -> tuple[Energy, Energy | None, dict[str, tuple[Energy, Energy | None]], Energy | None]:
     """One pass: whole step, base, each chosen group alone (and without it), the rest. The base (pinned groups and
     memsets, or nothing but a replay's launch) is taken out of each group's and the rest's energy, as out of their
-    times (:func:`_time_groups`)."""
+    times (:func:`_time_groups`). A fixed cost (no pinned groups) is measured :func:`fixed_reps` times, spread over
+    the pass, and their mean taken out."""
     whole = t.run("[whole step]", "whole", None)
     base = t.run(PINNED, "base", plan.base) if plan.pinned else _fixed_cost(t, plan, whole)
+    fixed = [base] if base is not None and not plan.pinned else []
+    k = fixed_reps(len(chosen) + (1 if others else 0)) if fixed else 1
+    again = {len(chosen) * j // k for j in range(1, k)}  # before which group each further fixed cost is measured
     every = [i for idx in plan.groups.values() for i in idx]
-    per: dict[str, tuple[Energy, Energy | None]] = {}
-    for name in chosen:
+    raw: dict[str, tuple[Energy, Energy | None]] = {}
+    for pos, name in enumerate(chosen):
+        if pos in again:
+            fixed += _fixed_again(t, plan)
         if name in plan.failed:
             continue
         idx = plan.groups[name]
@@ -293,12 +299,35 @@ def _measure_repeat(
         except SwitchError as exc:
             plan.failed[name] = f"switching failed: {exc}"
             continue
-        per[name] = (iso.minus(base) if base is not None else iso, marg)
-    rest = None
-    if others:
-        r = t.run(REST, "rest", others + plan.base)
-        rest = r.minus(base) if base is not None else r
+        raw[name] = (iso, marg)
+    rest = t.run(REST, "rest", others + plan.base) if others else None
+    if len(fixed) > 1:
+        base = mean_of_runs(fixed)[0]
+    per = {name: (iso.minus(base) if base is not None else iso, marg) for name, (iso, marg) in raw.items()}
+    if rest is not None and base is not None:
+        rest = rest.minus(base)
     return whole, base, per, rest
+
+
+#: The most times one pass measures a replay's fixed cost (:func:`fixed_reps`).
+FIXED_REPS_MAX = 4
+
+
+def fixed_reps(groups: int) -> int:
+    """How many times a pass measures the fixed cost taken out of ``groups`` measurements: √groups, rounded, 1 to
+    :data:`FIXED_REPS_MAX`. Every group's isolated energy carries the fixed cost's error, so it is measured √G times
+    as often as a group, the allocation that minimises the variance of G comparisons against one common control
+    (Dunnett 1955). Why (session 23, docs/replay.md): on H200 GPU-df21093a one process's three fixed costs spread
+    6.9 % while its groups spread at most 1.6 %, and session 21's H200 pair failed by its fixed cost alone."""
+    return max(1, min(FIXED_REPS_MAX, round(math.sqrt(max(groups, 0)))))
+
+
+def _fixed_again(t: _Trials, plan: _Plan) -> list[Energy]:
+    """One more measurement of the fixed cost ([] where it fails: the pass keeps those it has)."""
+    try:
+        return [t.run(FIXED, "base", plan.base)]
+    except (SwitchError, ArchlineError):
+        return []
 
 
 def _fixed_cost(t: _Trials, plan: _Plan, whole: Energy) -> Energy | None:
@@ -466,6 +495,13 @@ def replay_energy(
             res.rows.append(_row(PINNED, "mixed", len(plan.base) - len(plan.keep), bases))
         elif bases:  # every pass has one (_fixed_cost)
             res.rows.append(_row(FIXED, "mixed", len(plan.keep), bases))
+            k = fixed_reps(len([g for g in chosen if g not in plan.failed]) + (1 if others else 0))
+            if k > 1:
+                res.notes.append(
+                    f"the fixed cost was measured {k} times in each pass, spread over it, and their mean taken out of "
+                    "each group: √G times as often as a group, G the measurements it is taken out of (Dunnett's "
+                    "allocation; since session 23)"
+                )
             share = _fixed_share(res.rows)
             if share is not None:
                 res.notes.append(share)
