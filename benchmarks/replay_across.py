@@ -121,6 +121,7 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT, raw: bool = False)
         vals = " ".join(f"{gs[g].energy_j:.4f}" for _, gs, _ in loaded)
         lines.append(f"{g[:60]:<60} {vals:<34} {_pct(run_spread_pct([gs[g].energy_j for _, gs, _ in loaded])):>7}"
                      "  (replay's own row: not judged)")  # fmt: skip
+    lines += _fixed_lines(runs)
     steps = [s for _, _, s in loaded]
     lines.append(f"{'whole step':<60} {' '.join(f'{s.energy_j:.4f}' for s in steps):<34} "
                  f"{_pct(run_spread_pct([s.energy_j for s in steps])):>7}")  # fmt: skip
@@ -148,6 +149,22 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT, raw: bool = False)
 
 
 Loaded = tuple[str, dict[str, Energy], Energy]
+
+
+def _fixed_lines(runs: list[Path]) -> list[str]:
+    """Where every run made several passes: the fixed cost each pass took out (from session 23 on, the mean of its
+    measurements in that pass) and their spread inside each run, beside the spread of the runs' means above."""
+    each: list[list[float]] = []
+    for run in runs:
+        with (run / "replay.csv").open(newline="", encoding="utf-8") as fh:
+            row = next((r for r in csv.DictReader(fh) if r.get("group") == FIXED), None)
+        vals = [_num(x) for x in str((row or {}).get("energy_runs_j") or "").split(";") if x]
+        if len(vals) < 2 or not all(math.isfinite(v) for v in vals):
+            return []
+        each.append(vals)
+    passes = "; ".join(" ".join(f"{v:.4f}" for v in vals) for vals in each)
+    spreads = ", ".join(_pct(run_spread_pct(vals)) for vals in each)
+    return [f"  fixed cost, each pass of each run (J): {passes}; spread inside each run {spreads}"]
 
 
 def _clock_lines(common: list[str], shown: dict[str, str], loaded: list[Loaded]) -> list[str]:

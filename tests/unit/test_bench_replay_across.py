@@ -215,3 +215,61 @@ def test_raw_adds_each_runs_fixed_cost_back_and_prints_its_docs_blocks(
     assert mod.main(["--raw", str(tmp_path), str(src)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "took no fixed cost out" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("folder", "workload", "verdict"),
+    [("replay-across-s23-GPU-df21093a", "transformer", "median spread 0.89 %, max 1.27 %"),
+     ("replay-across-s23-GPU-ec88f4b4", "transformer", "median spread 0.43 %, max 1.45 %"),
+     ("replay-across-s23-GPU-28a2a3d1", "transformer", "median spread 0.34 %, max 1.06 %"),
+     ("replay-across-s23-resnet50-GPU-28a2a3d1", "resnet50", "median spread 0.43 %, max 1.16 %")],
+)  # fmt: skip
+def test_the_session_23_h200_pairs_print_their_docs_blocks(
+    mod: ModuleType,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    folder: str,
+    workload: str,
+    verdict: str,
+) -> None:
+    """docs/replay.md "Session 23": plan_s23a (one fixed cost a pass) and plan_s23b (the new allocation, two a pass),
+    three passes a process for the transformer: every pair passes, and where each run made several passes the fixed
+    cost's passes are printed with their spread inside each run (1.48 and 6.89 % on GPU-df21093a, 9.41 and 10.26 % on
+    GPU-ec88f4b4, while the runs' means are 3.03 and 2.76 % apart). Each prints its block of
+    docs/data/replay_across_s23.txt; --raw prints replay_across_raw_s23.txt's."""
+    monkeypatch.chdir(ROOT)
+    d = Path("results") / "h200" / folder
+    assert mod.main([str(d / "a" / workload), str(d / "b" / workload)]) == 0
+    got = capsys.readouterr().out.splitlines()
+    doc = (ROOT / "docs" / "data" / "replay_across_s23.txt").read_text().splitlines()
+    start = doc.index(got[0])
+    assert doc[start : start + len(got)] == got
+    assert verdict in got[-1] and got[-1].endswith("0 of 5 groups outside 3 %; 0 too noisy to judge; PASS (adequate)")
+    fixed = [line for line in got if line.startswith("  fixed cost, each pass")]
+    inside = {"GPU-df21093a": "1.48%, 6.89%", "GPU-ec88f4b4": "9.41%, 10.26%", "GPU-28a2a3d1": "1.53%, 0.54%"}
+    if workload == "resnet50":  # one pass a process: nothing to print
+        assert fixed == []
+    else:
+        assert len(fixed) == 1 and fixed[0].endswith(f"spread inside each run {inside[folder[-12:]]}")
+        assert mod.main(["--raw", str(d / "a" / workload), str(d / "b" / workload)]) == 0
+        raw = capsys.readouterr().out.splitlines()
+        doc_raw = (ROOT / "docs" / "data" / "replay_across_raw_s23.txt").read_text().splitlines()
+        start = doc_raw.index(raw[0])
+        assert doc_raw[start : start + len(raw)] == raw and "PASS" in raw[-1]
+
+
+def test_fixed_cost_passes_are_printed_only_where_every_run_made_several(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A run of one pass beside one of three: no per-pass line (nothing to compare inside the first run)."""
+    src = ROOT / "results/h200/replay-across-s23-GPU-df21093a/a/transformer"
+    for name in ("manifest.json", "replay.json"):
+        (tmp_path / name).write_bytes((src / name).read_bytes())
+    rows = (src / "replay.csv").read_text().splitlines()
+    one = [r.replace("0.0358626;0.0358158;0.0363497", "0.0358626") if "fixed cost" in r else r for r in rows]
+    assert one != rows
+    (tmp_path / "replay.csv").write_text("\n".join(one) + "\n")
+    assert mod.main([str(tmp_path), str(src)]) == 0
+    assert "fixed cost, each pass" not in capsys.readouterr().out
+    assert mod.main([str(src), str(src)]) == 0
+    assert "  fixed cost, each pass of each run (J): 0.0359 0.0358 0.0363; 0.0359" in capsys.readouterr().out

@@ -249,3 +249,16 @@ def test_a_run_of_k_launches_says_so_per_iteration(
     assert mod.main(["--summarize", str(path)]) == 0
     out = capsys.readouterr().out
     assert "µs per 32 launches + sync" in out and "per launch + sync" not in out
+
+
+def test_the_session_23_h200_run_bounds_the_sensors_share_on_a_launch_bound_loop(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/attribution.md "Session 23": plan_s23a (frozen before it ran) on H200 GPU-df21093a, 240 s while the host's
+    other GPU ran an attribution, 64 launches per synchronise: one sampler against none +0.01 % [-1.82, +2.39]."""
+    root = Path(__file__).resolve().parents[2]
+    f = root / "results/h200/bench/sensor-contention-s23-busy/sensor_contention-GPU-df21093a.json.xz"
+    assert mod.main(["--summarize", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "one vs none: mean +0.01 % [-1.82 .. +2.39 %] PASS" in out and "n=49 cycles" in out
+    assert out.splitlines() == (root / "docs/data/sensor_contention_s23_busy.txt").read_text().splitlines()
