@@ -50,12 +50,20 @@ def _num(x: Any) -> float:
 FIXED = "[a replay's fixed cost]"
 
 
+def _csv_rows(run: Path) -> list[dict[str, str]]:
+    """replay.csv's rows; a malformed file raises ValueError (csv.Error's message kept)."""
+    try:
+        with (run / "replay.csv").open(newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh))
+    except csv.Error as exc:
+        raise ValueError(f"replay.csv: {exc}") from exc
+
+
 def load(run: Path, raw: bool = False) -> tuple[str, dict[str, Energy], Energy]:
     """(board UUID, {group: isolated energy per step}, the whole step) of one replay directory; ``raw``: each kernel
     group with the run's fixed cost added back (its energy and time, and the replay's own σ)."""
     try:
-        with (run / "replay.csv").open(newline="", encoding="utf-8") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = _csv_rows(run)
         doc = json.loads((run / "replay.json").read_text(encoding="utf-8"))
         manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -156,8 +164,10 @@ def _fixed_lines(runs: list[Path]) -> list[str]:
     measurements in that pass) and their spread inside each run, beside the spread of the runs' means above."""
     each: list[list[float]] = []
     for run in runs:
-        with (run / "replay.csv").open(newline="", encoding="utf-8") as fh:
-            row = next((r for r in csv.DictReader(fh) if r.get("group") == FIXED), None)
+        try:
+            row = next((r for r in _csv_rows(run) if r.get("group") == FIXED), None)
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"{run}: not a replay directory ({exc.__class__.__name__}: {exc})") from exc
         vals = [_num(x) for x in str((row or {}).get("energy_runs_j") or "").split(";") if x]
         if len(vals) < 2 or not all(math.isfinite(v) for v in vals):
             return []

@@ -273,3 +273,16 @@ def test_fixed_cost_passes_are_printed_only_where_every_run_made_several(
     assert "fixed cost, each pass" not in capsys.readouterr().out
     assert mod.main([str(src), str(src)]) == 0
     assert "  fixed cost, each pass of each run (J): 0.0359 0.0358 0.0363; 0.0359" in capsys.readouterr().out
+
+
+def test_a_malformed_replay_csv_is_one_line_and_exit_2(
+    mod: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A field beyond the csv module's limit (csv.Error) is bad input like any other: one line naming the run."""
+    src = ROOT / "results/h200/replay-across-s23-GPU-df21093a/a/transformer"
+    for name in ("manifest.json", "replay.json"):
+        (tmp_path / name).write_bytes((src / name).read_bytes())
+    (tmp_path / "replay.csv").write_text("group,energy_j\n" + "x" * 200_000 + ",1\n")
+    assert mod.main([str(tmp_path), str(src)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("replay_across: ") and str(tmp_path) in err[0]

@@ -145,6 +145,8 @@ class _Trials:
         self.fixed_wanted: bool | None = None
         self.fixed_last: Energy | None = None
         self.fixed_reused = 0
+        #: Each pass's measurements of the fixed cost (J), as measured (replay.json's ``fixed_passes_j``).
+        self.fixed_passes: list[list[float]] = []
 
     def _prime(self, nodes: Sequence[int] | None, settle: bool = True) -> None:
         """Before a replay with nodes switched off: run the whole step once from the restored state, outside any
@@ -271,22 +273,23 @@ def _time_groups(t: _Trials, plan: _Plan, clock: Clock, replays: int) -> dict[st
 
 
 def _measure_repeat(
-    t: _Trials, plan: _Plan, chosen: list[str], others: list[int], marginal: bool
+    t: _Trials, plan: _Plan, chosen: list[str], others: list[int], marginal: bool, fixed_k: int = 1
 ) -> tuple[Energy, Energy | None, dict[str, tuple[Energy, Energy | None]], Energy | None]:
     """One pass: whole step, base, each chosen group alone (and without it), the rest. The base (pinned groups and
     memsets, or nothing but a replay's launch) is taken out of each group's and the rest's energy, as out of their
-    times (:func:`_time_groups`). A fixed cost (no pinned groups) is measured :func:`fixed_reps` times, spread over
-    the pass, and their mean taken out."""
+    times (:func:`_time_groups`). Pinned groups are measured once, first; a fixed cost (no pinned groups)
+    ``fixed_k`` times, centred in the pass's slots (the chosen groups, then the rest), and their mean is taken out
+    (:func:`fixed_reps`); each measurement is kept in ``t.fixed_passes``."""
     whole = t.run("[whole step]", "whole", None)
-    base = t.run(PINNED, "base", plan.base) if plan.pinned else _fixed_cost(t, plan, whole)
-    fixed = [base] if base is not None and not plan.pinned else []
-    k = fixed_reps(len(chosen) + (1 if others else 0)) if fixed else 1
-    again = {len(chosen) * j // k for j in range(1, k)}  # before which group each further fixed cost is measured
+    pinned = t.run(PINNED, "base", plan.base) if plan.pinned else None
+    wanted = not plan.pinned and _fixed_wanted(t, whole)
+    slots = len(chosen) + (1 if others else 0)
+    at = sorted(slots * (2 * j + 1) // (2 * fixed_k) for j in range(fixed_k)) if wanted else []
+    fresh: list[Energy] = []
     every = [i for idx in plan.groups.values() for i in idx]
     raw: dict[str, tuple[Energy, Energy | None]] = {}
     for pos, name in enumerate(chosen):
-        if pos in again:
-            fixed += _fixed_again(t, plan)
+        fresh += [e for _ in range(at.count(pos)) for e in _fixed_once(t, plan)]
         if name in plan.failed:
             continue
         idx = plan.groups[name]
@@ -300,9 +303,9 @@ def _measure_repeat(
             plan.failed[name] = f"switching failed: {exc}"
             continue
         raw[name] = (iso, marg)
+    fresh += [e for _ in range(sum(1 for a in at if a >= len(chosen))) for e in _fixed_once(t, plan)]
     rest = t.run(REST, "rest", others + plan.base) if others else None
-    if len(fixed) > 1:
-        base = mean_of_runs(fixed)[0]
+    base = pinned if plan.pinned else _fixed_base(t, fresh) if wanted else None
     per = {name: (iso.minus(base) if base is not None else iso, marg) for name, (iso, marg) in raw.items()}
     if rest is not None and base is not None:
         rest = rest.minus(base)
@@ -322,29 +325,33 @@ def fixed_reps(groups: int) -> int:
     return max(1, min(FIXED_REPS_MAX, round(math.sqrt(max(groups, 0)))))
 
 
-def _fixed_again(t: _Trials, plan: _Plan) -> list[Energy]:
-    """One more measurement of the fixed cost ([] where it fails: the pass keeps those it has)."""
+def _fixed_wanted(t: _Trials, whole: Energy) -> bool:
+    """Whether passes take a fixed cost out, decided in the first: not where an empty replay takes under 1 % of the
+    step's time (too little to take out), nor once the first pass could not measure it."""
+    if t.fixed_wanted is None:
+        t.fixed_wanted = t.base_s > 0.01 * whole.time_s
+    return t.fixed_wanted
+
+
+def _fixed_once(t: _Trials, plan: _Plan) -> list[Energy]:
+    """One measurement of the fixed cost ([] where it fails)."""
     try:
         return [t.run(FIXED, "base", plan.base)]
     except (SwitchError, ArchlineError):
         return []
 
 
-def _fixed_cost(t: _Trials, plan: _Plan, whole: Energy) -> Energy | None:
-    """The fixed cost of a replay (no group enabled), the same way in every pass: decided in the first (not where
-    an empty replay takes under 1 % of the step's time, too little to take out, nor where it cannot be measured
-    there); a later pass whose measurement fails reuses the last one measured."""
-    if t.fixed_wanted is None:
-        t.fixed_wanted = t.base_s > 0.01 * whole.time_s
-    if not t.fixed_wanted:
+def _fixed_base(t: _Trials, fresh: list[Energy]) -> Energy | None:
+    """A pass's fixed cost: the mean of its own measurements; where all failed, the last pass's (counted in
+    ``fixed_reused``), or none at all where no pass has measured one (then no later pass tries)."""
+    t.fixed_passes.append([e.energy_j for e in fresh])
+    if fresh:
+        t.fixed_last = mean_of_runs(fresh)[0] if len(fresh) > 1 else fresh[0]
+        return t.fixed_last
+    if t.fixed_last is None:
+        t.fixed_wanted = False
         return None
-    try:
-        t.fixed_last = t.run(FIXED, "base", plan.base)
-    except (SwitchError, ArchlineError):
-        if t.fixed_last is None:
-            t.fixed_wanted = False
-            return None
-        t.fixed_reused += 1
+    t.fixed_reused += 1
     return t.fixed_last
 
 
@@ -474,7 +481,8 @@ def replay_energy(
             )  # fmt: skip
         chosen, by = _choose(plan, ranking, ctx, top, ranked_by)
         others = [i for g in plan.measurable if g not in chosen for i in plan.groups[g]]
-        passes = [_measure_repeat(t, plan, chosen, others, marginal) for _ in range(repeats)]
+        fixed_k = fixed_reps(len(chosen) + (1 if others else 0))
+        passes = [_measure_repeat(t, plan, chosen, others, marginal, fixed_k) for _ in range(repeats)]
         whole, _, _ = mean_of_runs([p[0] for p in passes])
         res = ReplayResult(
             whole.energy_j, whole.sigma_j, whole.time_s, groups=len(plan.groups), repeats=repeats,
@@ -493,14 +501,16 @@ def replay_energy(
         bases = [p[1] for p in passes if p[1] is not None]
         if plan.pinned:
             res.rows.append(_row(PINNED, "mixed", len(plan.base) - len(plan.keep), bases))
-        elif bases:  # every pass has one (_fixed_cost)
+        elif bases:  # every pass has one (_fixed_base)
             res.rows.append(_row(FIXED, "mixed", len(plan.keep), bases))
-            k = fixed_reps(len([g for g in chosen if g not in plan.failed]) + (1 if others else 0))
-            if k > 1:
+            res.fixed_passes_j = [list(p) for p in t.fixed_passes]
+            counts = sorted({len(p) for p in t.fixed_passes})
+            if fixed_k > 1:
+                how_many = "/".join(str(c) for c in counts)
                 res.notes.append(
-                    f"the fixed cost was measured {k} times in each pass, spread over it, and their mean taken out of "
-                    "each group: √G times as often as a group, G the measurements it is taken out of (Dunnett's "
-                    "allocation; since session 23)"
+                    f"the fixed cost was measured {how_many} time(s) in each pass of {fixed_k} asked, centred in it, and "
+                    "their mean taken out of each group: √G times as often as a group, G the measurements it is "
+                    "taken out of (Dunnett's allocation; since session 23; each measurement in fixed_passes_j)"
                 )
             share = _fixed_share(res.rows)
             if share is not None:

@@ -107,6 +107,9 @@ class ReplayResult(Tabular):
     #: Whether the step was captured with every buffer its own (hw/graph.py's ``keep_buffers``); None: not a
     #: PyTorch capture, or a replay from before the option.
     kept_buffers: bool | None = None
+    #: Each pass's measurements of a replay's fixed cost (J), as measured, before their mean was taken out of every
+    #: group (replay.py's ``fixed_reps``; since session 23); empty where none was taken out.
+    fixed_passes_j: list[list[float]] = field(default_factory=list)
 
     def table_rows(self) -> list[dict[str, Any]]:
         """Each group's isolated energy (J, 1 σ), time (s) and marginal energy, for ``.to_pandas()``."""
@@ -163,6 +166,7 @@ class ReplayResult(Tabular):
             "state": None if self.state is None else dict(self.state),
             "primed": self.primed,
             "kept_buffers": self.kept_buffers,
+            "fixed_passes_j": [list(p) for p in self.fixed_passes_j],
             "notes": list(self.notes),
         }
 
