@@ -219,12 +219,14 @@ def test_raw_adds_each_runs_fixed_cost_back_and_prints_its_docs_blocks(
 
 @pytest.mark.parametrize(
     ("folder", "workload", "verdict"),
-    [("replay-across-s23-GPU-df21093a", "transformer", "median spread 0.89 %, max 1.27 %"),
-     ("replay-across-s23-GPU-ec88f4b4", "transformer", "median spread 0.43 %, max 1.45 %"),
-     ("replay-across-s23-GPU-28a2a3d1", "transformer", "median spread 0.34 %, max 1.06 %"),
-     ("replay-across-s23-resnet50-GPU-28a2a3d1", "resnet50", "median spread 0.43 %, max 1.16 %")],
+    [("h200/replay-across-s23-GPU-df21093a", "transformer", "median spread 0.89 %, max 1.27 %"),
+     ("h200/replay-across-s23-GPU-ec88f4b4", "transformer", "median spread 0.43 %, max 1.45 %"),
+     ("h200/replay-across-s23-GPU-28a2a3d1", "transformer", "median spread 0.34 %, max 1.06 %"),
+     ("h100/replay-across-s23-GPU-30c01d2f", "transformer", "median spread 0.51 %, max 3.36 % (nvjet"),
+     ("h200/replay-across-s23-resnet50-GPU-28a2a3d1", "resnet50", "median spread 0.43 %, max 1.16 %"),
+     ("h100/replay-across-s23-resnet50-GPU-30c01d2f", "resnet50", "median spread 0.26 %, max 0.65 %")],
 )  # fmt: skip
-def test_the_session_23_h200_pairs_print_their_docs_blocks(
+def test_the_session_23_pairs_print_their_docs_blocks(
     mod: ModuleType,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -232,21 +234,27 @@ def test_the_session_23_h200_pairs_print_their_docs_blocks(
     workload: str,
     verdict: str,
 ) -> None:
-    """docs/replay.md "Session 23": plan_s23a (one fixed cost a pass) and plan_s23b (the new allocation, two a pass),
-    three passes a process for the transformer: every pair passes, and where each run made several passes the fixed
-    cost's passes are printed with their spread inside each run (1.48 and 6.89 % on GPU-df21093a, 9.41 and 10.26 % on
-    GPU-ec88f4b4, while the runs' means are 3.03 and 2.76 % apart). Each prints its block of
-    docs/data/replay_across_s23.txt; --raw prints replay_across_raw_s23.txt's."""
+    """docs/replay.md "Session 23": plan_s23a (one fixed cost a pass), plan_s23b (the new allocation, two a pass) and
+    plan_s23c (its reviewed form, on an H100), three passes a process for the transformer: every pair passes but
+    H100 GPU-30c01d2f's, whose largest GEMM is 3.36 % apart (its own passes spread 8.3 and 5.6 % inside each process;
+    with the fixed cost added back, 2.69 %, PASS). Where each run made several passes the fixed cost's are printed
+    with their spread inside each run (1.48 and 6.89 % on GPU-df21093a, 9.41 and 10.26 % on GPU-ec88f4b4, while the
+    runs' means are 3.03 and 2.76 % apart). Each prints its block of docs/data/replay_across_s23.txt; --raw prints
+    replay_across_raw_s23.txt's."""
     monkeypatch.chdir(ROOT)
-    d = Path("results") / "h200" / folder
-    assert mod.main([str(d / "a" / workload), str(d / "b" / workload)]) == 0
+    d = Path("results") / folder
+    fails = folder.endswith("s23-GPU-30c01d2f")
+    assert mod.main([str(d / "a" / workload), str(d / "b" / workload)]) == (1 if fails else 0)
     got = capsys.readouterr().out.splitlines()
     doc = (ROOT / "docs" / "data" / "replay_across_s23.txt").read_text().splitlines()
     start = doc.index(got[0])
     assert doc[start : start + len(got)] == got
-    assert verdict in got[-1] and got[-1].endswith("0 of 5 groups outside 3 %; 0 too noisy to judge; PASS (adequate)")
+    end = "1 of 5 groups outside 3 %; 0 too noisy to judge; FAIL (adequate)" if fails else (
+        "0 of 5 groups outside 3 %; 0 too noisy to judge; PASS (adequate)")  # fmt: skip
+    assert verdict in got[-1] and got[-1].endswith(end)
     fixed = [line for line in got if line.startswith("  fixed cost, each pass")]
-    inside = {"GPU-df21093a": "1.48%, 6.89%", "GPU-ec88f4b4": "9.41%, 10.26%", "GPU-28a2a3d1": "1.53%, 0.54%"}
+    inside = {"GPU-df21093a": "1.48%, 6.89%", "GPU-ec88f4b4": "9.41%, 10.26%", "GPU-28a2a3d1": "1.53%, 0.54%",
+              "GPU-30c01d2f": "9.49%, 1.26%"}  # fmt: skip
     if workload == "resnet50":  # one pass a process: nothing to print
         assert fixed == []
     else:
