@@ -35,14 +35,17 @@ def refold(
     model: str | None = None,
     step_sigma_j: float = 0.0,
     first: int | None = None,
+    alpha: float = 2.0,
 ) -> tuple[dict[str, Any], list[dict[str, str]], int]:
     """The design summary and rows with the current fold; how many rows were refolded. ValueError where a row's
     in-step energy matches no refitted factor (a design refitted differently). ``replicates=False``: refit from the
     first measurements alone and rewrite the rows' in-step energies (matched by the design's factor names).
     ``first``: refit from the design's first ``first`` configurations (and the replicates among them) alone, and
-    rewrite the in-step energies: what a smaller design budget would have given."""
+    rewrite the in-step energies: what a smaller design budget would have given. ``alpha``: the neighbour
+    dependence taken to scale as |e|^(α/2) (replay_design.interaction_load; 2, archline's, by default): ρ refitted
+    that way and folded with it (replay_context.fold_sigma), recorded as the design's ``rho_alpha``."""
     from archline.measurement.attribute.replay_busy import BUSY_COVARIATE
-    from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma, link_breaks
+    from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma, fold_typical, link_breaks
     from archline.measurement.attribute.replay_design import Repeat, fit_design
 
     configs = design["configs"]
@@ -70,7 +73,12 @@ def refold(
             covariates["broken_link_j"] = link_breaks(x, design["factor_nodes"]).tolist()
         covariates[BUSY_COVARIATE] = [float(v) for v in z]
     fit = fit_design(
-        x, [c["energy_j"] for c in configs], [c["sigma_j"] for c in configs], reps if replicates else (), covariates
+        x,
+        [c["energy_j"] for c in configs],
+        [c["sigma_j"] for c in configs],
+        reps if replicates else (),
+        covariates,
+        alpha=alpha,
     )
     e = np.asarray(fit.energy_j)
     if (not replicates and reps) or model != recorded or first is not None:
@@ -78,7 +86,9 @@ def refold(
         if not isinstance(names, list) or len(names) != len(e):
             raise ValueError("a design refitted another way needs its factor names (recorded since session 13)")
         at = {str(g): j for j, g in enumerate(names)}
-        typical = float(np.mean(e**2))
+        typical, e_rms = float(np.mean(e**2)), 1.0
+        if alpha != 2.0:
+            typical, e_rms = fold_typical([float(v) for v in e], alpha)
         p = float(design.get("p_on", 0.5)) if design.get("kind", "halves") == "halves" else 0.5
         out, n = [], 0
         for r in rows:
@@ -86,7 +96,7 @@ def refold(
             if j is None or r.get("context_j", "") in ("", None):
                 out.append(r)
                 continue
-            sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p)
+            sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p, alpha, e_rms)
             out.append({**r, "context_j": repr(float(e[j])), "context_sigma_j": repr(sd)})
             n += 1
         drop = ("replicates", "tau", "tau_up", "replicate_rms_pct", "covariates") + (() if replicates else ("repeats",))
@@ -102,7 +112,9 @@ def refold(
             summary["sum_vs_step_pct"] = (fit.sum_j / step - 1.0) * 100.0
             summary["sum_vs_step_sigma"] = (fit.sum_j - step) / sd if sd else float("nan")
         return summary, out, n
-    typical = float(np.mean(e**2))
+    typical, e_rms = float(np.mean(e**2)), 1.0
+    if alpha != 2.0:
+        typical, e_rms = fold_typical([float(v) for v in e], alpha)
     p = float(design.get("p_on", 0.5)) if design.get("kind", "halves") == "halves" else 0.5
     out, n = [], 0
     for r in rows:
@@ -113,10 +125,12 @@ def refold(
         j = int(np.argmin(np.abs(e - float(c))))
         if abs(e[j] - float(c)) > 1e-6 * max(abs(float(c)), 1e-12):
             raise ValueError(f"row {r.get('group')!r}: its in-step energy {c} matches no refitted factor")
-        sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p)
+        sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p, alpha, e_rms)
         out.append({**r, "context_sigma_j": repr(sd)})
         n += 1
     summary = {**design, "rho_fold": fit.rho_fold, "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}
+    if alpha != 2.0:
+        summary.update(rho=fit.rho, rho_up=fit.rho_up, rho_alpha=alpha)
     return summary, out, n
 
 
@@ -127,7 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-replicates", action="store_true", help="refit from each configuration's first measurement")
     ap.add_argument("--model", choices=("links", "additive", "busy"), help="refit with this design model")
     ap.add_argument("--first", type=int, help="refit from the design's first N configurations alone")
+    ap.add_argument("--alpha", type=float, default=2.0, help="the neighbour dependence scales as |e|^(alpha/2)")
     a = ap.parse_args(argv)
+    if not 0.0 < a.alpha <= 4.0:
+        print(f"refold_replay: --alpha {a.alpha}: must be above 0 and at most 4", file=sys.stderr)
+        return 2
     try:
         summary = json.loads((a.replay_dir / "replay.json").read_text())
         with (a.replay_dir / "replay.csv").open(newline="") as f:
@@ -137,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(design, dict) or not design.get("configs"):
             raise ValueError("no randomized design to refold")
         new_design, new_rows, n = refold(design, rows, replicates=not a.no_replicates, model=a.model, first=a.first,
-                                         step_sigma_j=float(summary.get("step_sigma_j") or 0.0))  # fmt: skip
+                                         step_sigma_j=float(summary.get("step_sigma_j") or 0.0),
+                                         alpha=a.alpha)  # fmt: skip
     except (OSError, ValueError, KeyError) as exc:
         print(f"refold_replay: {a.replay_dir}: {exc}", file=sys.stderr)
         return 2

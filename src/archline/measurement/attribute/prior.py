@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archline.core.activity import demangle
-from archline.measurement.attribute.replay_context import fold_sigma
+from archline.measurement.attribute.replay_context import fold_sigma, fold_typical
 
 __all__ = ["REPLAY_MIN_REL_SD", "REPLAY_TINY_REL_SD", "KernelPrior", "dominance", "priors_from_replay"]
 
@@ -92,6 +92,13 @@ def priors_from_replay(
     # rows with one), and the share of configurations each factor was on in
     ctx_all = [c for c in (_num(r.get("context_j")) for r in rows) if math.isfinite(c)]
     typical = sum(c * c for c in ctx_all) / len(ctx_all) if ctx_all else math.nan
+    # where the design's dependence scaled as |e|^(α/2) (its "rho_alpha"; 2 where absent:
+    # replay_design.interaction_load)
+    alpha = _num(d.get("rho_alpha"))
+    alpha = alpha if math.isfinite(alpha) and alpha > 0 else 2.0
+    e_rms = 1.0
+    if alpha != 2.0:
+        typical, e_rms = fold_typical(ctx_all, alpha)
     p_on = _num(d.get("p_on")) if d.get("kind", "halves") == "halves" else 0.5  # a prefix design folds as at ½
     p_on = p_on if math.isfinite(p_on) and 0.0 < p_on < 1.0 else 0.5
     out: dict[str, KernelPrior] = {}
@@ -113,7 +120,7 @@ def priors_from_replay(
             # the lone replay's launch per node (30-60 % more per call on the H100 runs, docs/attribution.md).
             tc = _num(r.get("context_time_s"))
             call, src = busy_call or ((tc / n, "step") if math.isfinite(tc) and tc > 0 else (t_call, t_src))
-            fold = fold_sigma(ctx, 0.0, rho, typical, p_on) / ctx  # the ρ term alone, relative
+            fold = fold_sigma(ctx, 0.0, rho, typical, p_on, alpha, e_rms) / ctx  # the ρ term alone, relative
             out[names.get(name, name)] = KernelPrior(
                 ctx / n, ctx_sd / n, "replay", context_rel_sd=rho if math.isfinite(rho) else math.nan,
                 time_per_call_s=call, time_source=src,

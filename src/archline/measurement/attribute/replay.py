@@ -508,8 +508,8 @@ def replay_energy(
             if fixed_k > 1:
                 how_many = "/".join(str(c) for c in counts)
                 res.notes.append(
-                    f"the fixed cost was measured {how_many} time(s) in each pass of {fixed_k} asked, centred in it, and "
-                    "their mean taken out of each group: √G times as often as a group, G the measurements it is "
+                    f"the fixed cost was measured {how_many} time(s) in each pass of {fixed_k} asked, centred in it, "
+                    "and their mean taken out of each group: √G times as often as a group, G the measurements it is "
                     "taken out of (Dunnett's allocation; since session 23; each measurement in fixed_passes_j)"
                 )
             share = _fixed_share(res.rows)

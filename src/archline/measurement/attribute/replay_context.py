@@ -64,6 +64,7 @@ __all__ = [
     "context_rows",
     "design_size",
     "fold_sigma",
+    "fold_typical",
     "link_breaks",
     "prefix_rows",
     "replicate_count",
@@ -85,10 +86,23 @@ FOLD_P = (
 )
 
 
-def fold_sigma(e: float, se: float, rho: float, typical: float, p_on: float = 0.5) -> float:
+def fold_sigma(
+    e: float, se: float, rho: float, typical: float, p_on: float = 0.5, alpha: float = 2.0, e_rms: float = 1.0
+) -> float:
     """A design's in-step energy's σ with the neighbour dependence folded in (module docstring): ``typical`` is
-    ⟨e²⟩, ``p_on`` the share of configurations each factor is on in."""
-    return math.sqrt(se**2 + rho**2 * (e**2 / p_on + p_on * typical / (1.0 - p_on) ** 2))
+    ⟨e²⟩, ``p_on`` the share of configurations each factor is on in. Where the dependence scales as |e|^(α/2)
+    (replay_design.interaction_load; ``alpha`` ≠ 2), e² becomes |e|^α·e_rms^(2−α) throughout, ``typical`` being
+    ⟨|e|^α⟩ then (:func:`fold_typical`)."""
+    scale = 1.0 if alpha == 2.0 else e_rms ** (2.0 - alpha)
+    return math.sqrt(se**2 + rho**2 * scale * (abs(e) ** alpha / p_on + p_on * typical / (1.0 - p_on) ** 2))
+
+
+def fold_typical(energies: Sequence[float], alpha: float = 2.0) -> tuple[float, float]:
+    """(⟨|e|^α⟩, e_rms) of the design's factors' energies, for :func:`fold_sigma` (NaN, NaN without any)."""
+    es = [abs(v) for v in energies if math.isfinite(v)]
+    if not es:
+        return math.nan, math.nan
+    return sum(v**alpha for v in es) / len(es), math.sqrt(sum(v * v for v in es) / len(es))
 
 
 #: ``replicates="auto"``: this share of a design's measurements are second measurements of its configurations.
@@ -349,10 +363,12 @@ def run_context(
     except ValueError as exc:
         out.notes.append(f"design not fitted: {exc}")
         return out
-    typical = float(np.mean(np.square(fit.energy_j)))
+    typical, e_rms = fold_typical(fit.energy_j, fit.alpha)
+    if fit.alpha == 2.0:
+        typical = float(np.mean(np.square(fit.energy_j)))
     p = p_on if kind == "halves" else 0.5
     for name, e, se in zip(factors, fit.energy_j, fit.energy_se_j, strict=True):
-        out.values[name] = (e, fold_sigma(e, se, fit.rho_fold, typical, p))
+        out.values[name] = (e, fold_sigma(e, se, fit.rho_fold, typical, p, fit.alpha, e_rms))
     out.times = dict(zip(factors, _times(x, [m.time_s for m in measured]), strict=True))
     out.lumped = lumped
     # the whole step's σ: of the mean of its two measurements where it was measured again

@@ -54,6 +54,7 @@ __all__ = [
     "Repeat",
     "draw_design",
     "fit_design",
+    "interaction_load",
     "rho_profile",
     "rho_tau_profile",
 ]
@@ -135,13 +136,31 @@ def _reml(a: Array, y: Array, v: Array, chunk: int = 128) -> Array:
     return out
 
 
+def interaction_load(x: NDArray[Any], e: Array, alpha: float = 2.0) -> Array:
+    """Each configuration's Σ_{g∈S} |e_g|^α · e_rms^(2−α) (e_rms the factors' RMS energy): the variance a relative ρ
+    gives it where a group's dependence on its neighbours scales as |e_g|^(α/2) (α = 2: Σ e_g², a relative ρ for every
+    group, archline's model; benchmarks/design_alpha.py). A share f of a group moves by f (flags: f² = f)."""
+    e = np.abs(np.asarray(e, np.float64))
+    if alpha == 2.0:
+        return np.asarray(np.square(x.astype(np.float64)) @ (e**2), np.float64)
+    rms = float(np.sqrt(np.mean(e**2))) if len(e) else 0.0
+    return np.asarray(np.square(x.astype(np.float64)) @ (e**alpha) * rms ** (2.0 - alpha), np.float64)
+
+
 def rho_profile(
-    x: NDArray[Any], y: Array, sigma: Array, e: Array, grid: Array = RHO_GRID, extra: Array | None = None
+    x: NDArray[Any],
+    y: Array,
+    sigma: Array,
+    e: Array,
+    grid: Array = RHO_GRID,
+    extra: Array | None = None,
+    alpha: float = 2.0,
 ) -> Array:
-    """The restricted log-likelihood of each ρ of ``grid``: residual variance σ_S² + ρ² Σ_{g∈S} e_g² with the
-    groups' energies ``e`` held at the weighted fit's; ``extra``: covariate columns of the model beside them."""
+    """The restricted log-likelihood of each ρ of ``grid``: residual variance σ_S² + ρ² Σ_{g∈S} e_g² (with ``alpha``:
+    :func:`interaction_load`) with the groups' energies ``e`` held at the weighted fit's; ``extra``: covariate
+    columns of the model beside them."""
     a = _model_matrix(x, extra)
-    load = np.square(x.astype(np.float64)) @ (e**2)  # a share f of a group moves by ρ·f·e (flags: f² = f)
+    load = interaction_load(x, e, alpha)
     return _reml(a, y, sigma[None, :] ** 2 + np.square(grid)[:, None] * load[None, :])
 
 
@@ -164,13 +183,14 @@ def rho_tau_profile(
     rho_grid: Array = RHO_GRID,
     tau_grid: Array = TAU_GRID,
     extra: Array | None = None,
+    alpha: float = 2.0,
 ) -> Array:
     """The joint log-likelihood on (τ, ρ): REML of the configurations' means ``y`` (σ ``sigma`` of the mean,
     ``ysq`` the mean of the squared measured energies, ``k`` measurements each) with variance
     σ² + τ²·ysq/k + ρ²·Σ e², plus the replicates' differences (``diff`` with variance ``diff_sd2 + τ² diff_yy``).
     Rows of the result follow ``tau_grid``, columns ``rho_grid``; ``extra``: covariate columns of the model."""
     a = _model_matrix(x, extra)
-    load = np.square(x.astype(np.float64)) @ (e**2)
+    load = interaction_load(x, e, alpha)
     d = _diff_loglik(diff, diff_sd2, diff_yy, tau_grid)
     coarse = _coarse(len(rho_grid))
     out = np.full((len(tau_grid), len(rho_grid)), -np.inf)
@@ -255,6 +275,9 @@ class DesignFit:
     #: Covariates fitted beside the energies (name → coefficient, 1 σ): the "links" model's cost of a broken
     #: producer→consumer link (J per link). Empty for the additive model.
     covariates: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: How a group's neighbour dependence scales with its energy (:func:`interaction_load`): 2, a relative ρ for
+    #: every group, unless a fit was asked for another.
+    alpha: float = 2.0
 
     @property
     def all_on_error_pct(self) -> float:
@@ -289,6 +312,7 @@ class DesignFit:
                 if self.covariates
                 else {}
             ),
+            **({"rho_alpha": self.alpha} if self.alpha != 2.0 else {}),
         }  # fmt: skip
 
 
@@ -311,6 +335,7 @@ def fit_design(
     sigma_j: Sequence[float],
     repeats: Sequence[Repeat] = (),
     covariates: Mapping[str, Sequence[float]] | None = None,
+    alpha: float = 2.0,
 ) -> DesignFit:
     """Fit ``E(S) = c0 + Σ x_g e_g`` to the configurations ``x`` (rows; row 0 must be all on) and their
     measured energies with 1 σ; ValueError where the design cannot be fitted. ``x`` holds on/off flags, or
@@ -362,7 +387,17 @@ def fit_design(
     tau = tau_up = rep_rms = math.nan
     if len(idx):
         ll2 = rho_tau_profile(
-            x, y, s, beta[1 : 1 + f], ysq, k, y1[idx] - y2, s1[idx] ** 2 + s2**2, y1[idx] ** 2 + y2**2, extra=extra
+            x,
+            y,
+            s,
+            beta[1 : 1 + f],
+            ysq,
+            k,
+            y1[idx] - y2,
+            s1[idx] ** 2 + s2**2,
+            y1[idx] ** 2 + y2**2,
+            extra=extra,
+            alpha=alpha,
         )
         ll = ll2.max(axis=0)  # ρ's profile over τ
         rho, rho_up = _bound(ll, RHO_GRID)
@@ -373,7 +408,7 @@ def fit_design(
         rel = (y1[idx] - y2) / ((y1[idx] + y2) / 2.0)
         rep_rms = float(np.sqrt(np.mean(rel**2) / 2.0)) * 100.0
     else:
-        ll = rho_profile(x, y, s, beta[1 : 1 + f], extra=extra)
+        ll = rho_profile(x, y, s, beta[1 : 1 + f], extra=extra, alpha=alpha)
         rho, rho_up = _bound(ll, RHO_GRID)
         rho_fold = _fold(ll)
     # Leave the whole step out: its prediction from the other configurations (hat matrix of the weighted fit).
@@ -403,4 +438,5 @@ def fit_design(
         tau_up=tau_up,
         replicate_rms_pct=rep_rms,
         covariates={name: (float(beta[1 + f + j]), float(se[1 + f + j])) for j, name in enumerate(names)},
+        alpha=alpha,
     )
