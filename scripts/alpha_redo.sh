@@ -17,7 +17,7 @@ for S in "$@"; do
   board=${S##*-GPU-}; gpu=$(echo "$S" | sed -n 's|.*results/\([^/]*\)/.*|\1|p'); L=results/${gpu:-h100}/bench/attribution-real
   set_name=$(basename "$S"); batch=${set_name%%-GPU-*}
   for a in $alphas; do
-    r="$tmp/$board-$a-replay"; w="$tmp/$board-$a-run"; log="$L/alpha-s23-$board-$batch-a$a.log"
+    r="$tmp/$board-$batch-$a-replay"; w="$tmp/$board-$batch-$a-run"; log="$L/alpha-s23-$board-$batch-a$a.log"
     cp -r "$S/transformer-run" "$w"
     { echo "# scripts/alpha_redo.sh at $(git describe --always --dirty): refold_replay.py --alpha $a, then redo_attribution.py"
       "$py" benchmarks/refold_replay.py "$S/transformer-replay" "$r" --alpha "$a"
