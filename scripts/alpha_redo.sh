@@ -3,7 +3,7 @@
 # --alpha A (benchmarks/refold_replay.py, the design model as recorded), then the attribution redone from the run's
 # shipped trace with those priors (benchmarks/redo_attribution.py). α = 2 is archline's fold: its line must give the
 # run's own figures back. One log per set and α under results/<gpu>/bench/attribution-real/alpha-s23-<board>-a<A>.log,
-# and a line per redo on stdout:
+# and a line per redo on stdout (ALPHA_LOGS: another folder for the logs):
 #
 #   scripts/restore_traces.sh && scripts/alpha_redo.sh "2 1.5" SET_DIR... > docs/data/alpha_redo_s23.txt
 set -eu
@@ -14,7 +14,7 @@ py=${PYTHON:-python3}
 tmp=$(mktemp -d)
 printf '%-14s %-12s %5s %8s %10s %8s\n' board batch alpha "±15 %" "half-w %" "top-10"
 for S in "$@"; do
-  board=${S##*-GPU-}; gpu=$(echo "$S" | sed -n 's|.*results/\([^/]*\)/.*|\1|p'); L=results/${gpu:-h100}/bench/attribution-real
+  board=${S##*-GPU-}; gpu=$(echo "$S" | sed -n 's|.*results/\([^/]*\)/.*|\1|p'); L=${ALPHA_LOGS:-results/${gpu:-h100}/bench/attribution-real}
   set_name=$(basename "$S"); batch=${set_name%%-GPU-*}
   for a in $alphas; do
     r="$tmp/$board-$batch-$a-replay"; w="$tmp/$board-$batch-$a-run"; log="$L/alpha-s23-$board-$batch-a$a.log"
