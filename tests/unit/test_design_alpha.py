@@ -72,18 +72,14 @@ def test_the_calibration_table_is_printed_line_for_line(
     assert last[4:12] == ["-25.8", "-13.7", "-2.8", "+0.6", "+2.3", "+2.0", "+0.0", "-8.1"]
 
 
-def test_a_replay_without_a_design_is_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_replay_without_a_design_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "replay.json").write_text('{"design": null}')
     assert load_bench("design_alpha").main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"design_alpha: {tmp_path}")
 
 
-def test_refold_replay_refuses_an_alpha_outside_its_range(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_refold_replay_refuses_an_alpha_outside_its_range(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert load_bench("refold_replay").main([str(tmp_path), str(tmp_path / "out"), "--alpha", "0"]) == 2
     assert capsys.readouterr().err.strip().startswith("refold_replay: --alpha 0")
 
@@ -117,7 +113,9 @@ def test_the_held_out_redo_at_alpha_1_5_is_redone(tmp_path: Path) -> None:
         pytest.skip("the raw trace is not restored (scripts/restore_traces.sh)")
     import sys
 
-    out = subprocess.run(["scripts/alpha_redo.sh", "1.5", str(s)], cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHON": sys.executable, "ALPHA_LOGS": str(tmp_path)}, check=True).stdout.splitlines()  # fmt: skip
+    env = {**os.environ, "PYTHON": sys.executable, "ALPHA_LOGS": str(tmp_path)}
+    run = subprocess.run(["scripts/alpha_redo.sh", "1.5", str(s)], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
     doc = (ROOT / "docs/data/alpha_redo_s23.txt").read_text().splitlines()
     assert out[1] in doc
