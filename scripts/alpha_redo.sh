@@ -11,21 +11,17 @@ alphas=${1:?the exponents}; shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 py=${PYTHON:-python3}
+# shellcheck source=scripts/redo_common.sh
+. scripts/redo_common.sh
 tmp=$(mktemp -d)
 printf '%-14s %-12s %5s %8s %10s %8s\n' board batch alpha "±15 %" "half-w %" "top-10"
 for S in "$@"; do
   board=${S##*-GPU-}; gpu=$(echo "$S" | sed -n 's|.*results/\([^/]*\)/.*|\1|p'); L=${ALPHA_LOGS:-results/${gpu:-h100}/bench/attribution-real}
   set_name=$(basename "$S"); batch=${set_name%%-GPU-*}
   for a in $alphas; do
-    r="$tmp/$board-$batch-$a-replay"; w="$tmp/$board-$batch-$a-run"; log="$L/alpha-s23-$board-$batch-a$a.log"
-    cp -r "$S/transformer-run" "$w"
-    { echo "# scripts/alpha_redo.sh at $(git describe --always --dirty): refold_replay.py --alpha $a, then redo_attribution.py"
-      "$py" benchmarks/refold_replay.py "$S/transformer-replay" "$r" --alpha "$a"
-      "$py" benchmarks/redo_attribution.py "$w" --cupti "$w"/raw/cupti/*.bin.xz --prior-replay "$r"; } >"$log" 2>&1
-    share=$(sed -n 's/.*identifiable with ±15 % intervals: \([0-9.]*\) %.*/\1/p' "$log")
-    half=$(sed -n 's/.*energy-weighted median 95 % half-width \([0-9.]*\) %.*/\1/p' "$log")
-    top=$(sed -n 's/.*top-10 vs replay: \([0-9]* of [0-9]*\) within.*/\1/p' "$log")
-    printf '%-14s %-12s %5s %8s %10s %8s\n' "GPU-$board" "$batch" "$a" "${share:-?}" "${half:-?}" "${top:-?}"
+    log="$L/alpha-s23-$board-$batch-a$a.log"
+    refold_redo "$log" "$S" "$tmp/$board-$batch-$a" scripts/alpha_redo.sh --alpha "$a"
+    printf '%-14s %-12s %5s %8s %10s %8s\n' "GPU-$board" "$batch" "$a" "$redo_share" "$redo_half" "$redo_top"
   done
 done
 rm -rf "$tmp"

@@ -10,6 +10,8 @@ ns=${1:?the configuration counts}; shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 py=${PYTHON:-python3}
+# shellcheck source=scripts/redo_common.sh
+. scripts/redo_common.sh
 tmp=$(mktemp -d)
 printf '%-14s %6s %6s %8s %10s %8s\n' board first cfgs "±15 %" "half-w %" "top-10"
 for S in "$@"; do
@@ -17,15 +19,9 @@ for S in "$@"; do
   total=$("$py" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['design']['configs']))" "$S/transformer-replay/replay.json")
   for n in $ns; do
     [ "$n" -le "$total" ] || continue
-    r="$tmp/$board-$n-replay"; w="$tmp/$board-$n-run"; log="$L/budget-s15-$board-first$n.log"
-    cp -r "$S/transformer-run" "$w"
-    { echo "# scripts/design_budget_curve.sh at $(git describe --always --dirty): refold_replay.py --first $n --model links, then redo_attribution.py"
-      "$py" benchmarks/refold_replay.py "$S/transformer-replay" "$r" --first "$n" --model links
-      "$py" benchmarks/redo_attribution.py "$w" --cupti "$w"/raw/cupti/*.bin.xz --prior-replay "$r"; } >"$log" 2>&1
-    share=$(sed -n 's/.*identifiable with ±15 % intervals: \([0-9.]*\) %.*/\1/p' "$log")
-    half=$(sed -n 's/.*energy-weighted median 95 % half-width \([0-9.]*\) %.*/\1/p' "$log")
-    top=$(sed -n 's/.*top-10 vs replay: \([0-9]* of [0-9]*\) within.*/\1/p' "$log")
-    printf '%-14s %6s %6s %8s %10s %8s\n' "GPU-$board" "$n" "$total" "${share:-?}" "${half:-?}" "${top:-?}"
+    log="$L/budget-s15-$board-first$n.log"
+    refold_redo "$log" "$S" "$tmp/$board-$n" scripts/design_budget_curve.sh --first "$n" --model links
+    printf '%-14s %6s %6s %8s %10s %8s\n' "GPU-$board" "$n" "$total" "$redo_share" "$redo_half" "$redo_top"
   done
 done
 rm -rf "$tmp"

@@ -23,3 +23,11 @@ def load_bench(name: str) -> ModuleType:
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def session_table(name: str, runs: list[Path], session: str, out: str) -> list[list[str]]:
+    """``benchmarks/<name>.py`` on ``runs`` printed ``out`` (captured): it must equal
+    docs/data/<name>_<session>.txt line for line; each row after the header, split on whitespace."""
+    got = out.splitlines()
+    assert got == (ROOT / "docs" / "data" / f"{name}_{session}.txt").read_text().splitlines(), (name, runs)
+    return [line.split() for line in got[1:]]

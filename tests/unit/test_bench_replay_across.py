@@ -266,17 +266,26 @@ def test_the_session_23_pairs_print_their_docs_blocks(
         assert doc_raw[start : start + len(raw)] == raw and "PASS" in raw[-1]
 
 
+#: plan_s23a's first process (three passes, one fixed cost each).
+S23_A = ROOT / "results/h200/replay-across-s23-GPU-df21093a/a/transformer"
+
+
+def _copy_replay(to: Path, csv_text: str) -> None:
+    """S23_A's manifest and replay.json in ``to``, with ``csv_text`` as its replay.csv."""
+    for name in ("manifest.json", "replay.json"):
+        (to / name).write_bytes((S23_A / name).read_bytes())
+    (to / "replay.csv").write_text(csv_text)
+
+
 def test_fixed_cost_passes_are_printed_only_where_every_run_made_several(
     mod: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A run of one pass beside one of three: no per-pass line (nothing to compare inside the first run)."""
-    src = ROOT / "results/h200/replay-across-s23-GPU-df21093a/a/transformer"
-    for name in ("manifest.json", "replay.json"):
-        (tmp_path / name).write_bytes((src / name).read_bytes())
-    rows = (src / "replay.csv").read_text().splitlines()
+    rows = (S23_A / "replay.csv").read_text().splitlines()
     one = [r.replace("0.0358626;0.0358158;0.0363497", "0.0358626") if "fixed cost" in r else r for r in rows]
     assert one != rows
-    (tmp_path / "replay.csv").write_text("\n".join(one) + "\n")
+    _copy_replay(tmp_path, "\n".join(one) + "\n")
+    src = S23_A
     assert mod.main([str(tmp_path), str(src)]) == 0
     assert "fixed cost, each pass" not in capsys.readouterr().out
     assert mod.main([str(src), str(src)]) == 0
@@ -287,10 +296,7 @@ def test_a_malformed_replay_csv_is_one_line_and_exit_2(
     mod: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """A field beyond the csv module's limit (csv.Error) is bad input like any other: one line naming the run."""
-    src = ROOT / "results/h200/replay-across-s23-GPU-df21093a/a/transformer"
-    for name in ("manifest.json", "replay.json"):
-        (tmp_path / name).write_bytes((src / name).read_bytes())
-    (tmp_path / "replay.csv").write_text("group,energy_j\n" + "x" * 200_000 + ",1\n")
-    assert mod.main([str(tmp_path), str(src)]) == 2
+    _copy_replay(tmp_path, "group,energy_j\n" + "x" * 200_000 + ",1\n")
+    assert mod.main([str(tmp_path), str(S23_A)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("replay_across: ") and str(tmp_path) in err[0]

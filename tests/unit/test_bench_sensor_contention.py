@@ -198,20 +198,22 @@ def test_the_session_21_run_bounds_the_sensors_share_within_3_percent(
 
 @pytest.mark.parametrize(
     ("folder", "board", "figure", "cycles"),
-    [("sensor-contention-s22", "GPU-e7ad0b8d", "+0.06 % [-0.88 .. +1.00 %] PASS", 125),
-     ("sensor-contention-s22-busy", "GPU-3d9d0cda", "-0.15 % [-2.24 .. +2.44 %] PASS", 49)],
+    [("h100/bench/sensor-contention-s22", "GPU-e7ad0b8d", "+0.06 % [-0.88 .. +1.00 %] PASS", 125),
+     ("h100/bench/sensor-contention-s22-busy", "GPU-3d9d0cda", "-0.15 % [-2.24 .. +2.44 %] PASS", 49),
+     ("h200/bench/sensor-contention-s23-busy", "GPU-df21093a", "+0.01 % [-1.82 .. +2.39 %] PASS", 49)],
 )  # fmt: skip
-def test_the_session_22_runs_bound_the_sensors_share_on_a_launch_bound_loop(
+def test_the_runs_of_sessions_22_and_23_bound_the_sensors_share_on_a_launch_bound_loop(
     mod: ModuleType, capsys: pytest.CaptureFixture[str], folder: str, board: str, figure: str, cycles: int
 ) -> None:
-    """docs/attribution.md "Session 22": plan_s22a (H100 GPU-e7ad0b8d, 600 s) and plan_s22c (H100 GPU-3d9d0cda, 240 s,
-    the host's other GPU busy), both frozen before they ran: 64 launches per synchronise, one sampler against none."""
+    """docs/attribution.md "Session 22" and "Session 23": plan_s22a (H100 GPU-e7ad0b8d, 600 s), plan_s22c (H100
+    GPU-3d9d0cda, 240 s, the host's other GPU busy) and plan_s23a (H200 GPU-df21093a, 240 s, the other GPU busy), each
+    frozen before it ran: 64 launches per synchronise, one sampler against none."""
     root = Path(__file__).resolve().parents[2]
-    f = root / "results/h100/bench" / folder / f"sensor_contention-{board}.json.xz"
+    f = root / "results" / folder / f"sensor_contention-{board}.json.xz"
     assert mod.main(["--summarize", str(f)]) == 0
     out = capsys.readouterr().out
     assert f"one vs none: mean {figure}" in out and f"n={cycles} cycles" in out and "per 64 launches + sync" in out
-    doc = "sensor_contention_s22.txt" if folder.endswith("s22") else "sensor_contention_s22_busy.txt"
+    doc = "sensor_contention_" + folder.rsplit("sensor-contention-", 1)[1].replace("-", "_") + ".txt"
     assert out.splitlines() == (root / "docs/data" / doc).read_text().splitlines()
 
 
@@ -249,16 +251,3 @@ def test_a_run_of_k_launches_says_so_per_iteration(
     assert mod.main(["--summarize", str(path)]) == 0
     out = capsys.readouterr().out
     assert "µs per 32 launches + sync" in out and "per launch + sync" not in out
-
-
-def test_the_session_23_h200_run_bounds_the_sensors_share_on_a_launch_bound_loop(
-    mod: ModuleType, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """docs/attribution.md "Session 23": plan_s23a (frozen before it ran) on H200 GPU-df21093a, 240 s while the host's
-    other GPU ran an attribution, 64 launches per synchronise: one sampler against none +0.01 % [-1.82, +2.39]."""
-    root = Path(__file__).resolve().parents[2]
-    f = root / "results/h200/bench/sensor-contention-s23-busy/sensor_contention-GPU-df21093a.json.xz"
-    assert mod.main(["--summarize", str(f)]) == 0
-    out = capsys.readouterr().out
-    assert "one vs none: mean +0.01 % [-1.82 .. +2.39 %] PASS" in out and "n=49 cycles" in out
-    assert out.splitlines() == (root / "docs/data/sensor_contention_s23_busy.txt").read_text().splitlines()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.bench import load_bench
+from tests.helpers.bench import load_bench, session_table
 
 ROOT = Path(__file__).resolve().parents[2]
 S21 = ROOT / "results" / "h200" / "attribution-s21"
@@ -18,9 +18,7 @@ RUNS = [S21 / "heldout-time-rule-GPU-ecd6d00a", S21 / "heldout-time-rule-GPU-544
 
 def _table(name: str, capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
     assert load_bench(name).main([str(r) for r in RUNS]) == 0
-    got = capsys.readouterr().out.splitlines()
-    assert got == (ROOT / "docs" / "data" / f"{name}_s21.txt").read_text().splitlines()
-    return [line.split() for line in got[1:]]
+    return session_table(name, RUNS, "s21", capsys.readouterr().out)
 
 
 def test_design_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.bench import load_bench
+from tests.helpers.bench import load_bench, session_table
 
 ROOT = Path(__file__).resolve().parents[2]
 S22 = ROOT / "results" / "h100" / "attribution-s22"
@@ -17,9 +17,7 @@ RUNS = [S22 / "batch16-GPU-e7ad0b8d", S22 / "batch128-GPU-e7ad0b8d", S22 / "batc
 
 def _table(name: str, capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
     assert load_bench(name).main([str(r) for r in RUNS]) == 0
-    got = capsys.readouterr().out.splitlines()
-    assert got == (ROOT / "docs" / "data" / f"{name}_s22.txt").read_text().splitlines()
-    return [line.split() for line in got[1:]]
+    return session_table(name, RUNS, "s22", capsys.readouterr().out)
 
 
 def test_design_table(capsys: pytest.CaptureFixture[str]) -> None:

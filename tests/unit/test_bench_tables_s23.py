@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.bench import load_bench
+from tests.helpers.bench import load_bench, session_table
 
 ROOT = Path(__file__).resolve().parents[2]
 S23 = ROOT / "results" / "h200" / "attribution-s23"
@@ -17,9 +17,7 @@ RUNS = [S23 / "batch16-GPU-ec88f4b4", S23 / "batch128-GPU-8ef7caf0"]
 
 def _table(name: str, capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
     assert load_bench(name).main([str(r) for r in RUNS]) == 0
-    got = capsys.readouterr().out.splitlines()
-    assert got == (ROOT / "docs" / "data" / f"{name}_s23.txt").read_text().splitlines()
-    return [line.split() for line in got[1:]]
+    return session_table(name, RUNS, "s23", capsys.readouterr().out)
 
 
 def test_design_table(capsys: pytest.CaptureFixture[str]) -> None:
