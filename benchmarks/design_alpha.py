@@ -7,8 +7,9 @@ present group's energy moves by a relative ρ with its neighbours, so a large gr
 relatively, as a small one's (replay_design.py), and the fold puts about √2·ρ_f into every large row's prior. Were
 the dependence a sum of many small interactions, or a cost per broken link whatever the group's size, the variance
 would grow more slowly, as e_g^α with α < 2, and the largest rows, which carry most of the kernel energy, would be
-relatively surer. This fits each design's configurations (the design model as run: additive, or links with its
-broken-link covariate; replicates not used) with the variance σ_S² + ρ_α² Σ_{g∈S} e_g^α · e_rms^(2−α) (e_rms the
+relatively surer. This fits each design's configurations (the design model as run,
+additive or links with its broken-link covariate, except that a busy design is fitted as additive and replicates are
+not used) with the variance σ_S² + ρ_α² Σ_{g∈S} e_g^α · e_rms^(2−α) (replay_design.interaction_load; e_rms the
 groups' RMS energy, so ρ_α is relative at a typical group) for α = 0, 0.5, 1, 1.25, 1.5, 1.75, 2 and 2.5, and
 prints each α's maximum restricted log-likelihood over ρ_α against α = 2's (positive: that α fits better), each
 design's best α, and the sums over the designs. A REPLAY_DIR is a replay run directory whose replay.json holds
@@ -31,13 +32,21 @@ ALPHAS = (0.0, 0.5, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5)
 def profile(replay_dir: Path) -> tuple[int, list[float]]:
     """(the design's factors, each α's maximum REML log-likelihood less α = 2's)."""
     from archline.measurement.attribute.replay_context import link_breaks
-    from archline.measurement.attribute.replay_design import RHO_GRID, _model_matrix, _reml, fit_design
+    from archline.measurement.attribute.replay_design import (
+        RHO_GRID,
+        _model_matrix,
+        _reml,
+        fit_design,
+        interaction_load,
+    )
 
     doc = json.loads((replay_dir / "replay.json").read_text(encoding="utf-8"))
-    d = doc.get("design")
+    d = doc.get("design") if isinstance(doc, dict) else None
     if not isinstance(d, dict) or not d.get("configs"):
         raise ValueError("no randomized design with its configurations in replay.json")
-    cf = [c for c in d["configs"] if np.isfinite(c["energy_j"]) and np.isfinite(c["sigma_j"])]
+    cf = [c for c in d["configs"] if np.isfinite(float(c["energy_j"])) and np.isfinite(float(c["sigma_j"]))]
+    if not cf or str(cf[0]["on"]).strip("1"):
+        raise ValueError("the design's whole step (its first configuration) is not among its finite measurements")
     x = np.array([[float(ch == "1") for ch in str(c["on"])] for c in cf])
     y = np.array([float(c["energy_j"]) for c in cf])
     s = np.array([float(c["sigma_j"]) for c in cf])
@@ -47,10 +56,9 @@ def profile(replay_dir: Path) -> tuple[int, list[float]]:
     fit = fit_design(x, list(y), list(s), covariates=cov)
     e = np.abs(np.asarray(fit.energy_j, np.float64))
     a = _model_matrix(x, None if cov is None else np.asarray(cov["broken_link_j"])[:, None])
-    rms = float(np.sqrt(np.mean(e**2)))
     best = []
     for al in ALPHAS:
-        load = x @ (e**al) * rms ** (2.0 - al)
+        load = interaction_load(x, e, al)
         best.append(float(np.max(_reml(a, y, s[None, :] ** 2 + np.square(RHO_GRID)[:, None] * load[None, :]))))
     ref = best[ALPHAS.index(2.0)]
     return x.shape[1], [b - ref for b in best]

@@ -45,7 +45,11 @@ def refold(
     dependence taken to scale as |e|^(α/2) (replay_design.interaction_load; 2, archline's, by default): ρ refitted
     that way and folded with it (replay_context.fold_sigma), recorded as the design's ``rho_alpha``."""
     from archline.measurement.attribute.replay_busy import BUSY_COVARIATE
-    from archline.measurement.attribute.replay_context import FOLD, FOLD_P, fold_sigma, fold_typical, link_breaks
+    from archline.measurement.attribute.replay_context import (
+        fold_sigma,
+        fold_typical,
+        link_breaks,
+    )
     from archline.measurement.attribute.replay_design import Repeat, fit_design
 
     configs = design["configs"]
@@ -99,14 +103,16 @@ def refold(
             sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p, alpha, e_rms)
             out.append({**r, "context_j": repr(float(e[j])), "context_sigma_j": repr(sd)})
             n += 1
-        drop = ("replicates", "tau", "tau_up", "replicate_rms_pct", "covariates") + (() if replicates else ("repeats",))
+        drop = ("replicates", "tau", "tau_up", "replicate_rms_pct", "covariates", "rho_alpha") + (
+            () if replicates else ("repeats",)
+        )
         kept = {k: v for k, v in design.items() if k not in drop}
         if first is not None:  # the smaller design, as it would have been recorded
             kept["configs"], kept["configurations"] = configs, len(configs)
             if "repeats" in kept:
                 kept["repeats"] = [r for r in kept["repeats"] or [] if int(r["row"]) < len(configs)]
         summary = {**kept, **fit.summary(), "model": model if covariates else "additive",
-                   "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}  # fmt: skip
+                   "fold": _fold_text(p, alpha)}  # fmt: skip
         if "step_j" in design:  # Σ e + c0 against the whole step measured apart, with the refitted sum
             step, sd = float(design["step_j"]), float(np.hypot(fit.sum_se_j, step_sigma_j))
             summary["sum_vs_step_pct"] = (fit.sum_j / step - 1.0) * 100.0
@@ -128,10 +134,20 @@ def refold(
         sd = fold_sigma(float(e[j]), float(fit.energy_se_j[j]), fit.rho_fold, typical, p, alpha, e_rms)
         out.append({**r, "context_sigma_j": repr(sd)})
         n += 1
-    summary = {**design, "rho_fold": fit.rho_fold, "fold": FOLD if p == 0.5 else FOLD_P.format(p=p)}
-    if alpha != 2.0:
-        summary.update(rho=fit.rho, rho_up=fit.rho_up, rho_alpha=alpha)
+    summary = {k: v for k, v in design.items() if k != "rho_alpha"}
+    summary.update(rho_fold=fit.rho_fold, fold=_fold_text(p, alpha))
+    if alpha != 2.0 or "rho_alpha" in design:  # ρ̂ and its bound as this α's fit gives them (a refold of a refold)
+        summary.update(rho=fit.rho, rho_up=fit.rho_up, **({"rho_alpha": alpha} if alpha != 2.0 else {}))
     return summary, out, n
+
+
+def _fold_text(p: float, alpha: float) -> str:
+    """The fold's formula as replay.json records it."""
+    from archline.measurement.attribute.replay_context import FOLD, FOLD_ALPHA, FOLD_P
+
+    if alpha != 2.0:
+        return FOLD_ALPHA.format(a=alpha, p=p)
+    return FOLD if p == 0.5 else FOLD_P.format(p=p)
 
 
 def main(argv: list[str] | None = None) -> int:

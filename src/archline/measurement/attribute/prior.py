@@ -97,7 +97,7 @@ def priors_from_replay(
     alpha = _num(d.get("rho_alpha"))
     alpha = alpha if math.isfinite(alpha) and alpha > 0 else 2.0
     e_rms = 1.0
-    if alpha != 2.0:
+    if alpha != 2.0:  # then ρ (context_rel_sd below) is the dependence at a group of the factors' RMS energy
         typical, e_rms = fold_typical(ctx_all, alpha)
     p_on = _num(d.get("p_on")) if d.get("kind", "halves") == "halves" else 0.5  # a prefix design folds as at ½
     p_on = p_on if math.isfinite(p_on) and 0.0 < p_on < 1.0 else 0.5

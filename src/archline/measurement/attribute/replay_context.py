@@ -84,6 +84,11 @@ FOLD_P = (
     "context_sigma_j = sqrt(se^2 + rho_fold^2 (e^2 / p + p mean e^2 / (1 - p)^2)), p = {p:g}, "
     "rho_fold^2 = E[rho^2] over its likelihood"
 )
+#: The same where the dependence scales as |e|^(α/2) (replay_design.interaction_load; refold_replay.py --alpha).
+FOLD_ALPHA = (
+    "context_sigma_j = sqrt(se^2 + rho_fold^2 e_rms^(2 - a) (|e|^a / p + p mean |e|^a / (1 - p)^2)), a = {a:g}, "
+    "p = {p:g}, e_rms the factors' RMS energy, rho_fold^2 = E[rho^2] over its likelihood"
+)
 
 
 def fold_sigma(
