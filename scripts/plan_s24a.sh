@@ -8,7 +8,8 @@
 #      benchmarks/replay_across.py against 3 %;
 #   2. ResNet-50's pair at plan_s18b's settings (1 s, one pass).
 # About 7 to 15 minutes (the noisy groups' further measurements). Run detached (scripts/device_bg.sh start 570
-# plan_s24a, then wait). Locally: scripts/slim_tree.sh out first, back after. The transformer's archives come back as all-*-transformer, ResNet-50's as all-*.
+# plan_s24a, then wait). Locally: scripts/slim_tree.sh out first, back after. The transformer's archives come back
+# as all-*-transformer, ResNet-50's as all-*.
 #   OUT=/dir scripts/plan_s24a.sh
 # Its steps are plan_s23c's, unchanged; only archline differs.
 exec "$(dirname "$0")/plan_s23c.sh"
