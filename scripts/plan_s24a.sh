@@ -2,7 +2,7 @@
 # Prepared in session 23 for the next device session (frozen in the commit that added it; not yet run). One GPU (ask
 # nvidia-h100-x1: the transformer's pairs failed on H100s GPU-80bea713 and GPU-30c01d2f by its largest cuBLAS GEMM,
 # whose measurements alone had a 1 σ of 2.5-4.2 % each, docs/replay.md "Session 23"). Holds out graph replay's
-# measuring a group alone again while its mean's 1 σ is above 1 % × √passes (replay._alone, up to 4 a pass;
+# measuring a group alone again while its mean's 1 σ is above 1 % × √passes (replay._alone, up to 6 a pass;
 # committed before this plan), with the fixed cost's allocation as in plan_s23c, whose steps it runs:
 #   1. the transformer's graph replay in two separate processes, 3 s a configuration, three passes each, then
 #      benchmarks/replay_across.py against 3 %;
