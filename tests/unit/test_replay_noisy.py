@@ -61,8 +61,9 @@ def test_a_noisy_group_is_measured_until_its_mean_is_within_1_percent_or_four_ti
 
 def test_one_pass_asks_1_percent_and_the_fixed_cost_counts_in_the_sigma_judged() -> None:
     """repeats=1: the limit is 1 %, so k1 (1.8 %) takes four measurements (0.9 %). With a fixed cost about as large as
-    each group (8 ms at 100 W, 0.8 J, against 0.84 J), a group at 0.8 % of its replay as measured is at about 1.6 % net
-    of it once the pass has measured the fixed cost, and is measured again; with a negligible fixed cost it is not."""
+    each group (8 ms at 100 W, 0.8 J, against 0.84 J), a group at 0.8 % of its replay as measured is at about 1.6 % of
+    its energy net of it once the pass has measured the fixed cost, and is measured again; with a negligible fixed cost
+    it is not."""
     _, order, _ = _run(0, repeats=1)
     assert order.count("k1:alone") == 4 and order.count("k2:alone") == 1
     REL["k2"] = 0.008

@@ -329,9 +329,9 @@ NOISY_MAX = 6
 
 
 def _alone(t: _Trials, name: str, nodes: list[int], fixed: Energy | None = None) -> Energy:
-    """A group's replay alone: measured again, up to :data:`NOISY_MAX` times in all, while its energy's 1 σ with the
-    fixed cost ``fixed`` taken out (the pass's measurements so far, else the last pass's; as measured where none) is
-    above :data:`NOISY_REL` ·
+    """A group's replay alone: measured again, up to :data:`NOISY_MAX` times in all, while its own 1 σ over its energy
+    with the fixed cost ``fixed`` taken out (the pass's measurements so far, else the last pass's; as measured where
+    none) is above :data:`NOISY_REL` ·
     √(the run's passes) of it (so the mean over the passes is within NOISY_REL), and the mean kept. The bound is per
     group: a verdict over several groups at the limit fails more often than one in twenty. Why (session 23,
     docs/replay.md): the transformer's largest cuBLAS GEMM, running alone above an H100's 700 W limit, had a 1 σ of
@@ -354,12 +354,11 @@ def _alone(t: _Trials, name: str, nodes: list[int], fixed: Energy | None = None)
 
 
 def _net_rel_sd(e: Energy, fixed: Energy | None) -> float:
-    """A group's replay's 1 σ over its energy, both with ``fixed`` taken out where given (0 where it is not above
-    nothing: nothing to judge)."""
-    net, sd = e.energy_j, e.sigma_j
-    if fixed is not None and math.isfinite(fixed.energy_j):
-        net, sd = e.energy_j - fixed.energy_j, math.hypot(e.sigma_j, fixed.sigma_j)
-    return sd / net if net > 0 else 0.0
+    """A group's replay's own 1 σ over its energy with ``fixed`` taken out, where given (0 where that is not above
+    nothing: nothing to judge). The fixed cost's own σ is left out: measuring the group again cannot shrink it (its
+    allocation does, :func:`fixed_reps`)."""
+    net = e.energy_j - fixed.energy_j if fixed is not None and math.isfinite(fixed.energy_j) else e.energy_j
+    return e.sigma_j / net if net > 0 else 0.0
 
 
 #: The most times one pass measures a replay's fixed cost (:func:`fixed_reps`).
@@ -574,8 +573,8 @@ def replay_energy(
             full = demangle(list(t.noisy))
             some = ", ".join(f"{short_name(full.get(g, g), 50)} ({n})" for g, n in t.noisy.items())
             res.notes.append(
-                f"measured alone more than once in a pass, its energy's 1 σ (net of the fixed cost) being above "
-                f"{100 * NOISY_REL:g} % × √{repeats} of it (the most measurements a pass took): {some}; each pass "
+                "measured alone more than once in a pass, its own 1 σ over its energy net of the fixed cost being "
+                f"above {100 * NOISY_REL:g} % × √{repeats} (the most measurements a pass took): {some}; each pass "
                 "kept their mean (since session 23)"
             )
         if t.noisy_refused:
