@@ -301,7 +301,7 @@ def _measure_repeat(
             continue
         idx = plan.groups[name]
         try:
-            known = (mean_of_runs(fresh)[0] if len(fresh) > 1 else fresh[0]) if fresh else t.fixed_last
+            known = mean_of_runs(fresh)[0] if fresh else t.fixed_last
             iso = _alone(t, name, idx + plan.base, known)
             marg = None
             if marginal:
@@ -331,13 +331,12 @@ NOISY_MAX = 6
 def _alone(t: _Trials, name: str, nodes: list[int], fixed: Energy | None = None) -> Energy:
     """A group's replay alone: measured again, up to :data:`NOISY_MAX` times in all, while its own 1 σ over its energy
     with the fixed cost ``fixed`` taken out (the pass's measurements so far, else the last pass's; as measured where
-    none) is above :data:`NOISY_REL` ·
-    √(the run's passes) of it (so the mean over the passes is within NOISY_REL), and the mean kept. The bound is per
-    group: a verdict over several groups at the limit fails more often than one in twenty. Why (session 23,
-    docs/replay.md): the transformer's largest cuBLAS GEMM, running alone above an H100's 700 W limit, had a 1 σ of
-    2.5 and 4.2 % per measurement (net of the fixed cost) where the other groups had 1.0-2.4 %, and its passes spread
-    5.6-8.3 % inside one process; it failed reproducibility on two of fourteen boards. A SwitchError from a further
-    measurement keeps those already taken (counted in ``t.noisy_refused``)."""
+    none) is above :data:`NOISY_REL` · √(the run's passes) of it (so the mean over the passes is within NOISY_REL),
+    and the mean kept. The bound is per group: a verdict over several groups at the limit fails more often than one
+    in twenty. Why (session 23, docs/replay.md): the transformer's largest cuBLAS GEMM, running alone above an
+    H100's 700 W limit, had a 1 σ of 2.5 and 4.2 % per measurement (net of the fixed cost) where the other groups
+    had 1.0-2.4 %, and its passes spread 5.6-8.3 % inside one process; it failed reproducibility on two of fourteen
+    boards. A SwitchError from a further measurement keeps those already taken (counted in ``t.noisy_refused``)."""
     got = [t.run(name, "alone", nodes)]
     mean = got[0]
     limit = NOISY_REL * math.sqrt(t.passes)
@@ -395,7 +394,7 @@ def _fixed_base(t: _Trials, fresh: list[Energy]) -> Energy | None:
     ``fixed_reused``), or none at all where no pass has measured one (then no later pass tries)."""
     t.fixed_passes.append([e.energy_j for e in fresh])
     if fresh:
-        t.fixed_last = mean_of_runs(fresh)[0] if len(fresh) > 1 else fresh[0]
+        t.fixed_last = mean_of_runs(fresh)[0]
         return t.fixed_last
     if t.fixed_last is None:
         t.fixed_wanted = False
