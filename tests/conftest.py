@@ -1,10 +1,16 @@
-"""Test configuration: GPU tests run only where an NVIDIA GPU and its driver are present."""
+"""Test configuration: GPU tests run only where an NVIDIA GPU and its driver are present; one BLAS thread a worker."""
 
 from __future__ import annotations
 
 import os
 
-import pytest
+# pytest-xdist runs one worker per core: a BLAS that also starts a thread per core makes the workers' threads spin
+# against each other (on CI's 2 cores the linear-algebra tests took 2-3 times as long). Set before numpy is imported
+# (nothing imports it before this file); a value the caller set is kept.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import pytest  # noqa: E402
 
 
 def _gpu_present() -> bool:

@@ -15,6 +15,7 @@ runs (1 + ε) its time, at its own power, while node j is switched off), and
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,10 @@ class FakeGraphGPU:
         self.nodes = [GraphNode(i, n.kind, n.name, n.cluster) for i, n in enumerate(nodes)]
         self.enabled = set(range(len(nodes)))
         self.intervals: list[tuple[float, float, float]] = []
+        # energy_j's index of self.intervals (which only grows, by append): their starts and ends, while both are
+        # in order (None once one is not: then every interval is summed, as before)
+        self._starts: list[float] | None = []
+        self._ends: list[float] = []
         self._lock = threading.Lock()
         self.mode = "toggle"
         self.fixed_by = fixed_by
@@ -182,9 +187,24 @@ class FakeGraphGPU:
     def energy_j(self, a_s: float, b_s: float) -> float:
         """Exact board energy over [a, b]."""
         with self._lock:
-            iv = list(self.intervals)
+            iv = self._overlapping(a_s, b_s)
         extra = sum((p - self.idle_w) * max(0.0, min(b, b_s) - max(a, a_s)) for a, b, p in iv)
         return self.idle_w * (b_s - a_s) + extra
+
+    def _overlapping(self, a_s: float, b_s: float) -> list[tuple[float, float, float]]:
+        """The intervals that may overlap [a_s, b_s], in their order: the sum over them is the sum over all of them
+        bit for bit (the others add exactly zero), without a sensor's every reading scanning the whole history."""
+        starts, ends = self._starts, self._ends
+        if starts is not None:
+            for a, b, _ in self.intervals[len(starts) :]:
+                if starts and (a < starts[-1] or b < ends[-1]):
+                    self._starts = starts = None
+                    break
+                starts.append(a)
+                ends.append(b)
+        if starts is None:
+            return list(self.intervals)
+        return self.intervals[bisect.bisect_right(ends, a_s) : bisect.bisect_left(starts, b_s)]
 
     def truth_j(self, indices: Sequence[int]) -> float:
         """One replay's board energy with only ``indices`` enabled."""

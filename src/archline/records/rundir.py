@@ -196,19 +196,29 @@ def _parse_cell(s: str | None) -> Any:
 
 def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a CSV written by :func:`write_csv`, converting numbers and booleans back."""
+    header, rows = read_csv_cells(path)
+    return [{k: _parse_cell(v) for k, v in zip(header, row, strict=False)} | _missing(header, row) for row in rows]
+
+
+def _missing(header: list[str], row: list[str]) -> dict[str, Any]:
+    """A short row's missing cells, as csv.DictReader gives them (None); a long row's extra cells are dropped."""
+    return {k: None for k in header[len(row) :]} if len(row) < len(header) else {}
+
+
+def read_csv_cells(path: str | os.PathLike[str]) -> tuple[list[str], list[list[str]]]:
+    """A CSV's header and its rows as the strings they hold, plain or compressed (``.csv.gz``, ``.csv.xz``: large
+    recorded tables are shipped so); for readers that convert each column as its type says. Blank lines are skipped
+    (as csv.DictReader does)."""
     p = Path(path)
     try:
-        # Large recorded tables may be shipped compressed (``.csv.gz``, ``.csv.xz``).
-        if p.suffix in (".gz", ".xz"):
-            opener: Any = gzip.open if p.suffix == ".gz" else lzma.open
-            with opener(p, "rt", newline="", encoding="utf-8") as fz:
-                return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fz)]
-        with p.open(newline="", encoding="utf-8") as fh:
-            return [{k: _parse_cell(v) for k, v in row.items() if k is not None} for row in csv.DictReader(fh)]
+        opener: Any = {".gz": gzip.open, ".xz": lzma.open}.get(p.suffix)
+        with opener(p, "rt", newline="", encoding="utf-8") if opener else p.open(newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.reader(fh) if r]
     except FileNotFoundError:
         raise RunDirError(f"{p}: file not found") from None
     except (csv.Error, UnicodeDecodeError, OSError, EOFError, lzma.LZMAError) as exc:
         raise RunDirError(f"{p}: not a readable CSV file ({exc})") from None
+    return (rows[0], rows[1:]) if rows else ([], [])
 
 
 # --------------------------------------------------------------------------- manifest
