@@ -64,7 +64,8 @@ def test_the_noisy_group_rule_measured_one_group_again_in_two_of_six_processes()
             notes = json.loads((ROOT / folder / r / "transformer" / "replay.json").read_text())["notes"]
             again[folder[-12:], r] = [n.split(": ", 1)[1] for n in notes if n.startswith("measured alone more than")]
     assert {k: v for k, v in again.items() if v} == {
-        ("GPU-5e167e1c", "a"): ["at::native::elementwise_kernel<…>(…) (2); each pass kept their mean (since session 23)"],
+        ("GPU-5e167e1c", "a"): ["at::native::elementwise_kernel<…>(…) (2); each pass kept their mean "
+                                "(since session 23)"],
         ("GPU-2e47000c", "b"): ["cudnn_generated_fort_native_sdpa_sm90_flash_bprop… (2); each pass kept their mean "
                                 "(since session 23)"],
     }  # fmt: skip
