@@ -55,3 +55,19 @@ def test_a_bad_cell_names_file_line_and_column(tmp_path: Path, row: str, message
     with pytest.raises(TraceError) as e:
         read_activities(p)
     assert str(e.value) == f"{p}:3: {message}"
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("kind,name,start_s,end_s\nkernel,a,0,1\n\nlaunch,b,1,2\n", 4),  # after a blank line
+        ('kind,name,start_s,end_s\nkernel,"a\nb",0,1\nlaunch,b,1,2\n', 4),  # after a quoted cell spanning two lines
+        ("\nkind,name,start_s,end_s\nlaunch,b,1,2\n", 3),  # a blank line before the header
+    ],
+)
+def test_the_line_named_is_the_rows_line_in_the_file(tmp_path: Path, text: str, line: int) -> None:
+    p = tmp_path / "a.csv"
+    p.write_text(text)
+    with pytest.raises(TraceError) as e:
+        read_activities(p)
+    assert str(e.value) == f"{p}:{line}: unknown activity kind 'launch'"

@@ -6,7 +6,7 @@ import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import cast
+from typing import cast, get_args
 
 from archline.core.activity import ACTIVITY_COLUMNS, ActivityKind, ActivityRecord
 from archline.errors import TraceError
@@ -18,7 +18,7 @@ def write_activities(path: str | os.PathLike[str], records: Iterable[ActivityRec
     write_csv(path, (r.to_row() for r in records), ACTIVITY_COLUMNS)
 
 
-_KINDS = ("kernel", "memcpy", "memset", "program")
+_KINDS = get_args(ActivityKind)
 
 
 def _finite(s: str, key: str, path: Path, line: int) -> float:
@@ -57,7 +57,7 @@ def read_activities(path: str | os.PathLike[str]) -> list[ActivityRecord]:
     p = Path(path)
     if not p.is_file():
         raise TraceError(p, "activities file not found")
-    header, rows = read_csv_cells(p)
+    header, rows, lines = read_csv_cells(p)
     width = len(header)
     # each column's index; a column the header lacks reads the empty cell every row gets at index ``width``
     (ik, iname, i0, i1, ist, icor, idev, ib, i0n, i1n) = (
@@ -66,11 +66,10 @@ def read_activities(path: str | os.PathLike[str]) -> list[ActivityRecord]:
                   "end_ns")
     )  # fmt: skip
     out: list[ActivityRecord] = []
-    for i, row in enumerate(rows):
-        line = i + 2  # header is line 1
+    for line, row in zip(lines, rows, strict=True):
         if len(row) != width:  # a short row's missing cells are empty, a long row's extra ones ignored
             row = (row + [""] * width)[:width]
-        row.append("")
+        row.append("")  # the cell of the columns the header lacks (the list is this function's own)
         kind = row[ik]
         if kind not in _KINDS:
             raise TraceError(p, f"unknown activity kind {kind!r}", line)

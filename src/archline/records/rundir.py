@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, NamedTuple
 
 from archline.errors import RunDirError
 
@@ -196,7 +196,7 @@ def _parse_cell(s: str | None) -> Any:
 
 def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a CSV written by :func:`write_csv`, converting numbers and booleans back."""
-    header, rows = read_csv_cells(path)
+    header, rows, _ = read_csv_cells(path)
     return [{k: _parse_cell(v) for k, v in zip(header, row, strict=False)} | _missing(header, row) for row in rows]
 
 
@@ -205,20 +205,36 @@ def _missing(header: list[str], row: list[str]) -> dict[str, Any]:
     return {k: None for k in header[len(row) :]} if len(row) < len(header) else {}
 
 
-def read_csv_cells(path: str | os.PathLike[str]) -> tuple[list[str], list[list[str]]]:
+class CsvCells(NamedTuple):
+    """A CSV's header and rows as the strings they hold, with the file line each row starts on (1 is the first)."""
+
+    header: list[str]
+    rows: list[list[str]]
+    lines: list[int]
+
+
+def read_csv_cells(path: str | os.PathLike[str]) -> CsvCells:
     """A CSV's header and its rows as the strings they hold, plain or compressed (``.csv.gz``, ``.csv.xz``: large
-    recorded tables are shipped so); for readers that convert each column as its type says. Blank lines are skipped
-    (as csv.DictReader does)."""
+    recorded tables are shipped so); for readers that convert each column as its type says. Blank lines are skipped,
+    before the header too; each row's line in the file is kept (a quoted cell may span lines), for errors to name."""
     p = Path(path)
+    rows: list[list[str]] = []
+    lines: list[int] = []
     try:
         opener: Any = {".gz": gzip.open, ".xz": lzma.open}.get(p.suffix)
         with opener(p, "rt", newline="", encoding="utf-8") if opener else p.open(newline="", encoding="utf-8") as fh:
-            rows = [r for r in csv.reader(fh) if r]
+            reader = csv.reader(fh)
+            at = 1
+            for r in reader:
+                if r:
+                    rows.append(r)
+                    lines.append(at)
+                at = reader.line_num + 1
     except FileNotFoundError:
         raise RunDirError(f"{p}: file not found") from None
     except (csv.Error, UnicodeDecodeError, OSError, EOFError, lzma.LZMAError) as exc:
         raise RunDirError(f"{p}: not a readable CSV file ({exc})") from None
-    return (rows[0], rows[1:]) if rows else ([], [])
+    return CsvCells(rows[0], rows[1:], lines[1:]) if rows else CsvCells([], [], [])
 
 
 # --------------------------------------------------------------------------- manifest
