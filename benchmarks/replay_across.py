@@ -1,6 +1,7 @@
 """Graph replay's per-group energies from one process to the next: issue 13's 3 % reproducibility across runs.
 
     python benchmarks/replay_across.py REPLAY_DIR REPLAY_DIR [REPLAY_DIR ...]
+    python benchmarks/replay_across.py --tally RESULTS_DIR
 
 ``archline replay``'s repeats share one capture and one process (docs/replay.md, "Reproducibility"); a new process
 captures the step again, and cuDNN and cuBLAS may choose other algorithms at warm-up. Given the run directories of
@@ -18,6 +19,11 @@ fixed cost (a replay with no group enabled) is taken out of it, i.e. the group's
 run its own. Where the groups move together by what the fixed cost moved and not as measured, the spread comes from
 the fixed cost's measurement, not from the groups (docs/replay.md "Session 22"). Runs whose replays took no fixed
 cost out are refused with --raw.
+
+``--tally RESULTS_DIR``: every shipped pair (``<gpu>/replay-across-sNN-…/{a,b}/<workload>``) from session 19 on,
+judged as above, one line each, then each workload's count of boards judged and passing, by GPU kind: the figures
+docs/replay.md and the README give. Session 18's pairs are left out: their processes measured the first five groups in
+capture order, not the five largest by busy time as every pair since (docs/replay.md "Session 19").
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import argparse
 import csv
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -203,6 +210,42 @@ def _pct(x: float | None) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.2f}%"
 
 
+#: The first session whose pairs measured the five largest groups by CUPTI busy time (the tally's start).
+TALLY_FROM = 19
+
+
+def tally(root: Path, target_pct: float = TARGET_PCT) -> list[str]:
+    """One line per shipped pair under ``root`` (from session TALLY_FROM on) and each workload's counts."""
+    rows: list[tuple[str, int, str, str, str]] = []  # gpu kind, session, board, workload, verdict
+    for folder in sorted(root.glob("*/replay-across-s*")):
+        m = re.search(r"replay-across-s(\d+)", folder.name)
+        if m is None or int(m.group(1)) < TALLY_FROM or not (folder / "a").is_dir():
+            continue
+        for w in sorted(d.name for d in (folder / "a").iterdir() if d.is_dir() and (folder / "b" / d.name).is_dir()):
+            lines, ok = compare([folder / "a" / w, folder / "b" / w], target_pct)
+            board = lines[0].split(",")[0].removeprefix("board ")
+            verdict = "PASS" if ok else ("FAIL" if " FAIL (" in lines[-1] else "UNRESOLVED")
+            coarse = " (coarse)" if "(coarse" in lines[-1] else ""
+            rows.append((folder.parent.name, int(m.group(1)), board, w, verdict + coarse))
+    if not rows:
+        raise BadInput(f"{root}: no replay-across pair from session {TALLY_FROM} on")
+    out = [f"{'gpu':<5} {'session':<8} {'board':<13} {'workload':<12} verdict"]
+    out += [f"{g:<5} s{s:<7} {b:<13} {w:<12} {v}" for g, s, b, w, v in rows]
+    for w in sorted({r[3] for r in rows}):
+        mine = [r for r in rows if r[3] == w]
+        boards = {r[2] for r in mine}
+        passing = {r[2] for r in mine if r[4].startswith("PASS")}
+        kinds = ", ".join(
+            f"{k.upper()} {len({r[2] for r in mine if r[0] == k and r[4].startswith('PASS')})} of "
+            f"{len({r[2] for r in mine if r[0] == k})}"
+            for k in sorted({r[0] for r in mine})
+        )
+        coarse = sum(1 for r in mine if r[4] == "PASS (coarse)")
+        out.append(f"{w}: {len(passing)} of {len(boards)} boards pass ({kinds}; {coarse} of the passes coarse); "
+                   f"{len(mine)} pairs")  # fmt: skip
+    return out
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         print(f"replay_across: {message}", file=sys.stderr)
@@ -211,13 +254,24 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     ap = _Parser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("runs", type=Path, nargs="+", help="replay run directories of one step on one board")
+    ap.add_argument("runs", type=Path, nargs="*", help="replay run directories of one step on one board")
+    ap.add_argument("--tally", type=Path, metavar="RESULTS_DIR", help="every shipped pair under it, and the counts")
     ap.add_argument("--target-pct", type=float, default=TARGET_PCT)
     ap.add_argument("--raw", action="store_true", help="judge each group with its run's fixed cost added back")
     try:
         a = ap.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else 2
+    if a.tally is not None:
+        if a.runs or a.raw:
+            print("replay_across: --tally takes no run directories and no --raw", file=sys.stderr)
+            return 2
+        try:
+            print("\n".join(tally(a.tally, a.target_pct)))
+        except BadInput as exc:
+            print(f"replay_across: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if len(a.runs) < 2:
         print("replay_across: give at least two replay directories", file=sys.stderr)
         return 2

@@ -120,3 +120,24 @@ def test_the_h200_attribution_at_batch_128(capsys: pytest.CaptureFixture[str]) -
     assert [r[-3:] for r in _table("top10_table", capsys)] == [["10", "9", "10"]]
     assert [(r[2], r[-2]) for r in _table("time_parts", capsys)] == [("GPU-0511bf18", "0.9")]
     assert [(r[2], r[5], r[6]) for r in _table("design_power", capsys)] == [("GPU-0511bf18", "4.9", "29.2")]
+
+
+def test_the_tally_of_every_shipped_pair(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`replay_across.py --tally results`: the transformer 18 of 21 boards (H100 13 of 15, three of the passes
+    coarse; H200 5 of 6), ResNet-50 10 of 10, the counts docs/replay.md and the README give; session 18's pairs left
+    out. Bad use is one line and exit 2."""
+    monkeypatch.chdir(ROOT)
+    mod = load_bench("replay_across")
+    assert mod.main(["--tally", "results"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == (ROOT / "docs/data/replay_across_tally_s24.txt").read_text().splitlines()
+    assert out[-2:] == [
+        "resnet50: 10 of 10 boards pass (H100 7 of 7, H200 3 of 3; 0 of the passes coarse); 10 pairs",
+        "transformer: 18 of 21 boards pass (H100 13 of 15, H200 5 of 6; 3 of the passes coarse); 21 pairs",
+    ]
+    assert not any(" s18 " in line for line in out)
+    for argv in (["--tally", str(tmp_path)], ["--tally", "results", H100], ["--tally", "results", "--raw"]):
+        assert mod.main(argv) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
