@@ -6,6 +6,7 @@ print their docs/data/*_s24.txt tables line for line, with the figures docs/repl
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -105,6 +106,10 @@ def test_each_groups_sigma_per_pass(capsys: pytest.CaptureFixture[str], monkeypa
     assert out == (ROOT / "docs/data/replay_noise_s24.txt").read_text().splitlines()
     gemm = [float(line.split()[-4]) for line in out if "nvjet" in line]
     assert gemm == [0.62, 0.62, 0.60, 1.12, 0.49, 0.57, 0.71, 0.64, 0.75, 0.64, 1.23, 1.01, 1.63, 1.00]
+    # GPU-8acb6d6a's first process: the GEMM's three pass means (each of up to six measurements) spread 2.94 %
+    with (ROOT / H100_G / "a" / "transformer" / "replay.csv").open(newline="") as fh:
+        spread = [float(r["run_spread_pct"]) for r in csv.DictReader(fh) if r["group"].startswith("nvjet_sm90_tst_256")]
+    assert [round(x, 2) for x in spread] == [2.94]
 
 
 def _table(name: str, capsys: pytest.CaptureFixture[str]) -> list[list[str]]:
@@ -141,3 +146,21 @@ def test_the_tally_of_every_shipped_pair(
     for argv in (["--tally", str(tmp_path)], ["--tally", "results", H100], ["--tally", "results", "--raw"]):
         assert mod.main(argv) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_h200_rows_docs_attribution_reads_from_kernels_csv() -> None:
+    """Three identifiable rows above 700 W x 1.05 (822, 1006 and 1037 W), each within the 1090 W bound; the rows led
+    by data and prior together from 13.8 % half-width, those led by the prior alone from 16.5 %."""
+    with (ATTRIBUTION[0] / "transformer-run" / "kernels.csv").open(newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["kind"] == "kernel"]
+    hot = sorted(round(float(r["mean_power_w"])) for r in rows if r["identifiable"] == "true"
+                 and float(r["mean_power_w"]) > 735.0)  # fmt: skip
+    assert hot == [822, 1006, 1037] and max(hot) < 1090
+
+    def half_width(r: dict[str, str]) -> float:
+        e = float(r["energy_j"])
+        return 100.0 * max(e - float(r["energy_lo_j"]), float(r["energy_hi_j"]) - e) / e
+
+    led = [r for r in rows if float(r["energy_j"]) > 0]
+    by = {k: sorted(round(half_width(r), 1) for r in led if r["dominated_by"] == k) for k in ("mixed", "prior")}
+    assert by["mixed"][:3] == [13.8, 14.3, 14.6] and by["prior"][0] == 16.5
