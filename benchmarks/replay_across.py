@@ -21,9 +21,11 @@ the fixed cost's measurement, not from the groups (docs/replay.md "Session 22").
 cost out are refused with --raw.
 
 ``--tally RESULTS_DIR``: every shipped pair (``<gpu>/replay-across-sNN-…/{a,b}/<workload>``) from session 19 on,
-judged as above, one line each, then each workload's count of boards judged and passing, by GPU kind: the figures
-docs/replay.md and the README give. Session 18's pairs are left out: their processes measured the first five groups in
-capture order, not the five largest by busy time as every pair since (docs/replay.md "Session 19").
+judged as above, one line each, then each workload's count of boards judged and passing, by GPU kind (a board passes
+when every pair on it passes): the figures docs/replay.md and the README give. Exit 0 whatever the verdicts (it
+counts them), 2 with one line on bad input (a half pair included). Session 18's pairs are left out: their processes
+measured the first five groups in capture order, not the five largest by busy time as every pair since
+(docs/replay.md "Session 19").
 """
 
 from __future__ import annotations
@@ -75,7 +77,11 @@ def load(run: Path, raw: bool = False) -> tuple[str, dict[str, Energy], Energy]:
         manifest = json.loads((run / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BadInput(f"{run}: not a replay directory ({exc.__class__.__name__}: {exc})") from exc
-    uuid = str((manifest.get("gpu") or {}).get("uuid") or "")
+    gpu = manifest.get("gpu") if isinstance(manifest, dict) else None
+    if not isinstance(doc, dict) or not isinstance(gpu, dict) or (rows and "group" not in rows[0]):
+        raise BadInput(f"{run}: not a replay directory (replay.json or manifest.json is not an object with a 'gpu', "
+                       "or replay.csv has no 'group' column)")  # fmt: skip
+    uuid = str(gpu.get("uuid") or "")
     groups = {}
     for r in rows:
         if str(r.get("measurable", "")).lower() != "true":
@@ -215,13 +221,21 @@ TALLY_FROM = 19
 
 
 def tally(root: Path, target_pct: float = TARGET_PCT) -> list[str]:
-    """One line per shipped pair under ``root`` (from session TALLY_FROM on) and each workload's counts."""
+    """One line per shipped pair under ``root`` (from session TALLY_FROM on) and each workload's counts. A board
+    passes a workload when every pair of it on that board passes; a half pair (a workload in one process's folder
+    only) is bad input, not left out."""
     rows: list[tuple[str, int, str, str, str]] = []  # gpu kind, session, board, workload, verdict
     for folder in sorted(root.glob("*/replay-across-s*")):
         m = re.search(r"replay-across-s(\d+)", folder.name)
-        if m is None or int(m.group(1)) < TALLY_FROM or not (folder / "a").is_dir():
+        if m is None or int(m.group(1)) < TALLY_FROM:
             continue
-        for w in sorted(d.name for d in (folder / "a").iterdir() if d.is_dir() and (folder / "b" / d.name).is_dir()):
+        found = [
+            {d.name for d in (folder / r).iterdir() if d.is_dir()} if (folder / r).is_dir() else set() for r in "ab"
+        ]
+        if found[0] != found[1] or not found[0]:
+            raise BadInput(f"{folder}: a/ and b/ do not hold the same workloads ({sorted(found[0])} against "
+                           f"{sorted(found[1])}): a half pair")  # fmt: skip
+        for w in sorted(found[0]):
             lines, ok = compare([folder / "a" / w, folder / "b" / w], target_pct)
             board = lines[0].split(",")[0].removeprefix("board ")
             verdict = "PASS" if ok else ("FAIL" if " FAIL (" in lines[-1] else "UNRESOLVED")
@@ -233,16 +247,13 @@ def tally(root: Path, target_pct: float = TARGET_PCT) -> list[str]:
     out += [f"{g:<5} s{s:<7} {b:<13} {w:<12} {v}" for g, s, b, w, v in rows]
     for w in sorted({r[3] for r in rows}):
         mine = [r for r in rows if r[3] == w]
-        boards = {r[2] for r in mine}
-        passing = {r[2] for r in mine if r[4].startswith("PASS")}
-        kinds = ", ".join(
-            f"{k.upper()} {len({r[2] for r in mine if r[0] == k and r[4].startswith('PASS')})} of "
-            f"{len({r[2] for r in mine if r[0] == k})}"
-            for k in sorted({r[0] for r in mine})
-        )
-        coarse = sum(1 for r in mine if r[4] == "PASS (coarse)")
-        out.append(f"{w}: {len(passing)} of {len(boards)} boards pass ({kinds}; {coarse} of the passes coarse); "
-                   f"{len(mine)} pairs")  # fmt: skip
+        boards = {(r[0], r[2]) for r in mine}
+        passing = {b for b in boards if all(r[4].startswith("PASS") for r in mine if (r[0], r[2]) == b)}
+        coarse = {b for b in passing if any(r[4] == "PASS (coarse)" for r in mine if (r[0], r[2]) == b)}
+        kinds = ", ".join(f"{k.upper()} {sum(1 for b in passing if b[0] == k)} of {sum(1 for b in boards if b[0] == k)}"
+                          for k in sorted({b[0] for b in boards}))  # fmt: skip
+        out.append(f"{w}: {len(passing)} of {len(boards)} boards pass ({kinds}; {len(coarse)} of the passing boards "
+                   f"coarse); {len(mine)} pairs")  # fmt: skip
     return out
 
 
