@@ -71,3 +71,12 @@ def test_the_line_named_is_the_rows_line_in_the_file(tmp_path: Path, text: str, 
     with pytest.raises(TraceError) as e:
         read_activities(p)
     assert str(e.value) == f"{p}:{line}: unknown activity kind 'launch'"
+
+
+def test_read_csv_gives_short_rows_none_and_drops_long_rows_extra_cells(tmp_path: Path) -> None:
+    """As csv.DictReader did: a missing cell is None, an extra one dropped, numbers and booleans converted."""
+    from archline.records.rundir import read_csv
+
+    p = tmp_path / "t.csv"
+    p.write_text("a,b,c\n1,x\n\n2.5,true,,9\n")
+    assert read_csv(p) == [{"a": 1, "b": "x", "c": None}, {"a": 2.5, "b": True, "c": None}]

@@ -66,9 +66,7 @@ def read_activities(path: str | os.PathLike[str]) -> list[ActivityRecord]:
                   "end_ns")
     )  # fmt: skip
     out: list[ActivityRecord] = []
-    for line, row in zip(lines, rows, strict=True):
-        if len(row) != width:  # a short row's missing cells are empty, a long row's extra ones ignored
-            row = (row + [""] * width)[:width]
+    for line, row in zip(lines, rows, strict=True):  # each row as wide as the header (read_csv_cells)
         row.append("")  # the cell of the columns the header lacks (the list is this function's own)
         kind = row[ik]
         if kind not in _KINDS:

@@ -197,16 +197,12 @@ def _parse_cell(s: str | None) -> Any:
 def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a CSV written by :func:`write_csv`, converting numbers and booleans back."""
     header, rows, _ = read_csv_cells(path)
-    return [{k: _parse_cell(v) for k, v in zip(header, row, strict=False)} | _missing(header, row) for row in rows]
-
-
-def _missing(header: list[str], row: list[str]) -> dict[str, Any]:
-    """A short row's missing cells, as csv.DictReader gives them (None); a long row's extra cells are dropped."""
-    return {k: None for k in header[len(row) :]} if len(row) < len(header) else {}
+    return [{k: _parse_cell(v) for k, v in zip(header, row, strict=True)} for row in rows]
 
 
 class CsvCells(NamedTuple):
-    """A CSV's header and rows as the strings they hold, with the file line each row starts on (1 is the first)."""
+    """A CSV's header and rows as the strings they hold, each row as wide as the header, with the file line each row
+    starts on (1 is the first)."""
 
     header: list[str]
     rows: list[list[str]]
@@ -216,7 +212,9 @@ class CsvCells(NamedTuple):
 def read_csv_cells(path: str | os.PathLike[str]) -> CsvCells:
     """A CSV's header and its rows as the strings they hold, plain or compressed (``.csv.gz``, ``.csv.xz``: large
     recorded tables are shipped so); for readers that convert each column as its type says. Blank lines are skipped,
-    before the header too; each row's line in the file is kept (a quoted cell may span lines), for errors to name."""
+    before the header too; each row's line in the file is kept (a quoted cell may span lines), for errors to name. A
+    short row's missing cells are empty (read as None, as csv.DictReader gives them), a long row's extra ones
+    dropped."""
     p = Path(path)
     rows: list[list[str]] = []
     lines: list[int] = []
@@ -234,7 +232,11 @@ def read_csv_cells(path: str | os.PathLike[str]) -> CsvCells:
         raise RunDirError(f"{p}: file not found") from None
     except (csv.Error, UnicodeDecodeError, OSError, EOFError, lzma.LZMAError) as exc:
         raise RunDirError(f"{p}: not a readable CSV file ({exc})") from None
-    return CsvCells(rows[0], rows[1:], lines[1:]) if rows else CsvCells([], [], [])
+    if not rows:
+        return CsvCells([], [], [])
+    header, w = rows[0], len(rows[0])
+    body = [r if len(r) == w else (r + [""] * w)[:w] for r in rows[1:]]
+    return CsvCells(header, body, lines[1:])
 
 
 # --------------------------------------------------------------------------- manifest
