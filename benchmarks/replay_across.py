@@ -37,7 +37,7 @@ import math
 import re
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from archline.core.activity import demangle, short_name
 from archline.measurement.attribute.replay_stats import Energy, mean_of_runs, reproducibility, run_spread_pct
@@ -110,9 +110,19 @@ def load(run: Path, raw: bool = False) -> tuple[str, dict[str, Energy], Energy]:
     return uuid, groups, step
 
 
-def compare(runs: list[Path], target_pct: float = TARGET_PCT, raw: bool = False) -> tuple[list[str], bool]:
-    """The printed lines and whether every judged group is within ``target_pct`` across the runs (``raw``: each
-    group as measured, the fixed cost not taken out)."""
+class Comparison(NamedTuple):
+    """compare's printed lines, whether every judged group is within the target, the board (UUID prefix) and the
+    verdict: PASS, PASS (coarse), FAIL, FAIL (coarse) or UNRESOLVED."""
+
+    lines: list[str]
+    ok: bool
+    board: str
+    verdict: str
+
+
+def compare(runs: list[Path], target_pct: float = TARGET_PCT, raw: bool = False) -> Comparison:
+    """The printed lines and the verdict of the runs' groups against ``target_pct`` (``raw``: each group as
+    measured, the fixed cost not taken out)."""
     loaded = [load(r, raw) for r in runs]
     boards = {u for u, _, _ in loaded}
     if len(boards) != 1 or "" in boards:
@@ -125,8 +135,9 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT, raw: bool = False)
     # measured and on what it took out: shown, never judged; runs that differ in them are not comparable
     parts = [{g for g in n if g.startswith("[")} for n in names]
     common, shown_only = [g for g in common if not g.startswith("[")], [g for g in common if g.startswith("[")]
+    board = next(iter(boards))[:12]
     what = " (raw: each group with its run's fixed cost added back; information)" if raw else ""
-    lines = [f"board {next(iter(boards))[:12]}, {len(runs)} runs{what}: {', '.join(str(r) for r in runs)}",
+    lines = [f"board {board}, {len(runs)} runs{what}: {', '.join(str(r) for r in runs)}",
              f"{'group':<60} {'energy per step, each run (J)':<34} {'spread':>7} {'noise':>7}"]  # fmt: skip
     judged: list[tuple[str, float | None, float | None]] = []
     full = demangle(common)
@@ -156,17 +167,18 @@ def compare(runs: list[Path], target_pct: float = TARGET_PCT, raw: bool = False)
         )
         lines.append(f"UNRESOLVED: the captures measured different groups or took out different parts of the step "
                      f"({odd}), so replay's rows for the rest differ by more than any group's energy")  # fmt: skip
-        return lines, False
+        return Comparison(lines, False, board, "UNRESOLVED")
     rep = reproducibility(judged, target_pct)
     if rep is None:
         lines.append("no group measured in every run: nothing to judge")
-        return lines, False
+        return Comparison(lines, False, board, "UNRESOLVED")
     lines.append(
         f"across processes: median spread {rep['median_spread_pct']:.2f} %, max {rep['max_spread_pct']:.2f} % "
         f"({shown[rep['worst_group']][:50]}); {len(rep['groups_outside_target'])} of {rep['groups']} groups outside "
         f"{target_pct:g} %; {len(rep['groups_unresolved'])} too noisy to judge; {rep['verdict']} ({rep['resolution']})"
     )
-    return lines, rep["verdict"] == "PASS"
+    coarse = " (coarse)" if str(rep["resolution"]).startswith("coarse") else ""
+    return Comparison(lines, rep["verdict"] == "PASS", board, f"{rep['verdict']}{coarse}")
 
 
 Loaded = tuple[str, dict[str, Energy], Energy]
@@ -236,11 +248,8 @@ def tally(root: Path, target_pct: float = TARGET_PCT) -> list[str]:
             raise BadInput(f"{folder}: a/ and b/ do not hold the same workloads ({sorted(found[0])} against "
                            f"{sorted(found[1])}): a half pair")  # fmt: skip
         for w in sorted(found[0]):
-            lines, ok = compare([folder / "a" / w, folder / "b" / w], target_pct)
-            board = lines[0].split(",")[0].removeprefix("board ")
-            verdict = "PASS" if ok else ("FAIL" if " FAIL (" in lines[-1] else "UNRESOLVED")
-            coarse = " (coarse)" if "(coarse" in lines[-1] else ""
-            rows.append((folder.parent.name, int(m.group(1)), board, w, verdict + coarse))
+            c = compare([folder / "a" / w, folder / "b" / w], target_pct)
+            rows.append((folder.parent.name, int(m.group(1)), c.board, w, c.verdict))
     if not rows:
         raise BadInput(f"{root}: no replay-across pair from session {TALLY_FROM} on")
     out = [f"{'gpu':<5} {'session':<8} {'board':<13} {'workload':<12} verdict"]
@@ -287,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         print("replay_across: give at least two replay directories", file=sys.stderr)
         return 2
     try:
-        lines, ok = compare(a.runs, a.target_pct, a.raw)
+        lines, ok, _, _ = compare(a.runs, a.target_pct, a.raw)
     except BadInput as exc:
         print(f"replay_across: {exc}", file=sys.stderr)
         return 2
