@@ -63,6 +63,37 @@ def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
     return len(records)
 
 
+def _reanalyze_cut(d: Path, opts: Any, cut_s: float) -> Any:
+    """``reanalyze`` with the program's span ending ``cut_s`` earlier: the kernels that start after the new end and
+    the readings taken after it are dropped, as if the program had stopped there."""
+    import numpy as np
+
+    from archline.core.readings import Readings
+    from archline.core.recording import Recording
+    from archline.measurement.attribute.attribution import attribute_energy
+    from archline.measurement.attribute.io import load_raw
+
+    raw = load_raw(d)
+    if raw.program_span is None:
+        raise SystemExit(f"{d}: no program span in raw/run.json; cannot cut it")
+    start, end = raw.program_span
+    new_end = end - cut_s
+    if new_end <= start:
+        raise SystemExit(f"--cut-s {cut_s:g}: the program ran only {end - start:.1f} s")
+    acts = [r for r in raw.activities if r.start_s < new_end]
+    readings = {}
+    for k, r in raw.recording.readings.items():
+        keep = np.asarray(r.t_s <= new_end)
+        readings[k] = Readings(r.source, r.quantity, r.t_s[keep], r.value[keep], dict(r.meta))
+    rec = Recording(readings, raw.recording.regions, raw.recording.start_s, min(raw.recording.end_s, new_end),
+                    dict(raw.recording.meta))  # fmt: skip
+    iv = raw.info.get("traced_intervals")
+    traced = [(float(x), min(float(y), new_end)) for x, y in iv if float(x) < new_end] if isinstance(iv, list) else None
+    print(f"cut: the program's span {end - start:.1f} s -> {new_end - start:.1f} s, {len(acts)} of "
+          f"{len(raw.activities)} records kept", flush=True)  # fmt: skip
+    return attribute_energy(rec, acts, program_span=(start, new_end), options=opts, traced=traced)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
@@ -76,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         "--isolated-as-recorded",
         action="store_true",
         help="compare with isolated energies as recorded (before session 11: with a replay's fixed cost)",
+    )
+    ap.add_argument(
+        "--cut-s",
+        type=float,
+        default=0.0,
+        help="drop the program's last CUT_S seconds (its kernels and readings) before redoing (the traced length)",
     )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
@@ -130,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
 
         opts = replace(opts, priors=read_replay_priors(a.prior_replay))
         replay_meta, replay_rows = read_replay(a.prior_replay)
-    result = reanalyze(d, opts)
+    result = reanalyze(d, opts) if a.cut_s <= 0 else _reanalyze_cut(d, opts, a.cut_s)
     sys.path.insert(0, str(HERE))
     from validate_attribution_real import analyse, report
 

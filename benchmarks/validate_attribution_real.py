@@ -62,16 +62,25 @@ def make_step(name: str, device: str, transformer_batch: int = 16) -> Any:
     raise ValueError(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
 
 
-def loop(name: str, seconds: float, transformer_batch: int = 16) -> int:
+def loop(name: str, seconds: float, transformer_batch: int = 16, profile_step: bool = False) -> int:
     """The traced program: warm up, then train for ``seconds``; prints steps and time per step.
 
-    ``archline run --gpu N`` shows the program GPU N alone (``CUDA_VISIBLE_DEVICES``), so it is ``cuda``."""
+    ``archline run --gpu N`` shows the program GPU N alone (``CUDA_VISIBLE_DEVICES``), so it is ``cuda``.
+    ``profile_step``: after the warm-up, one step between ``cudaProfilerStart`` and ``Stop`` (what ``archline counts
+    --profiler-range`` counts), then exit."""
     import torch
 
     step = make_step(name, "cuda", transformer_batch)
     for _ in range(3):
         step()
     torch.cuda.synchronize()
+    if profile_step:
+        torch.cuda.profiler.start()
+        step()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        print(json.dumps({"workload": name, "profiled_steps": 1}), flush=True)
+        return 0
     t0 = time.perf_counter()
     n = 0
     while time.perf_counter() - t0 < seconds:
@@ -298,8 +307,25 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
 
     torch.cuda.empty_cache()
     run_dir = a.out / f"{name}-run"
+    priors: list[str] = []
+    if a.prior_source == "model":
+        counts = a.out / f"{name}-counts.csv"
+        t1 = time.time()
+        ccmd = [sys.executable, "-m", "archline", "counts", "-o", str(counts), "--gpu", str(a.gpu), "--profiler-range",
+                "--timeout", "500", "--", sys.executable, str(HERE), "--loop", name, "--profile-step",
+                "--transformer-batch", str(a.transformer_batch)]  # fmt: skip
+        cproc = subprocess.run(ccmd, capture_output=True, text=True, timeout=560, check=False)
+        print(cproc.stdout[-2000:], cproc.stderr[-2000:], sep="\n", flush=True)
+        print(f"{name}: archline counts exited {cproc.returncode} after {time.time() - t1:.0f} s", flush=True)
+        if cproc.returncode == 0:
+            priors = ["--prior-model", str(a.prior_model), "--prior-counts", str(counts)]
+        else:  # the run still goes on, with replay's priors, so the board's time is not lost; the summary says so
+            print(f"ERROR {name}: no model priors (archline counts failed); the run uses replay's", flush=True)
+    used = "model" if priors else "replay" if replay_rows else "none"
+    if not priors and replay_rows:
+        priors = ["--prior-replay", str(replay_dir)]
     cmd = [sys.executable, "-m", "archline", "run", "-o", str(run_dir), "--force", "--gpu", str(a.gpu),
-           *(["--prior-replay", str(replay_dir)] if replay_rows else []), "--top", "15",
+           *priors, "--top", "15",
            "--trace-duty", a.trace_duty, "--",
            sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds),
            "--transformer-batch", str(a.transformer_batch)]  # fmt: skip
@@ -318,6 +344,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     s["replay"] = replay_summary
     s["buffer_model"] = (manifest.get("extra") or {}).get("buffer_model")
     s["run_exit"] = proc.returncode
+    s["prior_source"] = used
+    s["prior_model"] = str(a.prior_model) if a.prior_source == "model" else None
     s["notes"] = list(result.get("notes", []))
     s["wall_s"] = time.time() - t0
     report(name, s)
@@ -373,11 +401,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the transformer's batch of 512-token sequences (16: a 5.4 ms step on an H100, shorter than the power "
         "buffer's 20 ms windows; 128 makes each step's phases span them)",
     )
+    ap.add_argument("--prior-source", choices=("replay", "model"), default="replay",
+                    help="the run's priors: graph replay's (the default), or the counted energy model's (--prior-model "
+                    "with one step counted by `archline counts`; the replay still runs, as the reference they are "
+                    "scored against)")  # fmt: skip
+    ap.add_argument("--prior-model", type=Path, help="the model for --prior-source model (an archline roofline run)")
+    ap.add_argument("--profile-step", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.prior_source == "model" and a.prior_model is None:
+        ap.error("--prior-source model needs --prior-model RUN")
     if a.transformer_batch < 1:
         ap.error(f"--transformer-batch: {a.transformer_batch} is not a positive batch")
     if a.loop:
-        return loop(a.loop, a.seconds or 10.0, a.transformer_batch)
+        return loop(a.loop, a.seconds or 10.0, a.transformer_batch, a.profile_step)
     if a.out is None:
         ap.error("--out DIR is required")
     if a.design_replicates != "auto":
@@ -410,6 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": a.quick,
         "seconds": a.seconds,
         "transformer_batch": a.transformer_batch,
+        "prior_source": a.prior_source,
+        "prior_model": str(a.prior_model) if a.prior_model is not None else None,
         "workloads": {},
     }
     for name in a.only.split(","):

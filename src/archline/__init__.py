@@ -85,6 +85,18 @@ def replay(step: Any, gpu: int = 0, top: int = 8, **kwargs: Any) -> ReplayResult
     return res
 
 
+def model_priors(model: str | os.PathLike[str], counts: str | os.PathLike[str]) -> dict[str, KernelPrior]:
+    """Each counted kernel's prior from this GPU's calibrated energy model, for ``attribute(priors=...)``.
+
+    ``model``: an ``archline roofline`` run directory (or its model file); ``counts``: the program's Nsight Compute
+    counts per launch (``archline counts -o FILE -- PROGRAM``). See
+    :mod:`archline.characterize.model_priors`.
+    """
+    from archline.characterize.model_priors import read_model_priors
+
+    return dict(read_model_priors(model, counts).priors)
+
+
 def __getattr__(name: str) -> Any:
     mod = _LAZY.get(name)
     if mod is None:
@@ -116,5 +128,6 @@ __all__ = [
     "attribute",
     "measure",
     "measure_callable",
+    "model_priors",
     "replay",
 ]

@@ -9,6 +9,7 @@ import typer
 from archline.cli import (
     analyze,
     characterize,
+    counts_cmd,
     fleet_cmd,
     instructions,
     kernels_cmd,
@@ -62,6 +63,7 @@ for _mod in (
     roofline,
     model_cmd,
     run_cmd,
+    counts_cmd,
     replay_cmd,
     fleet_cmd,
 ):

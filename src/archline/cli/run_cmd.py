@@ -192,6 +192,21 @@ def read_replay_priors(directory: Path) -> dict[str, Any]:
     return dict(priors)
 
 
+def read_model_priors(model: Path, counts: Path) -> dict[str, Any]:
+    """Kernel priors from a calibrated model and the program's counts (archline counts); bad input is an
+    InputError naming the file; says on stderr how many kernels got one."""
+    from archline.characterize.model_priors import read_model_priors as _read
+
+    mp = _read(model, counts)
+    err_console.print(
+        f"archline: model priors for {mp.names} kernel names from {mp.launches} counted launches"
+        + (f" ({mp.skipped} gave no energy)" if mp.skipped else ""),
+        soft_wrap=True,
+        markup=False,
+    )
+    return dict(mp.priors)
+
+
 def _with_replay(replay: Path) -> Any:
     """The run's report writer, plus a copy of the replay whose priors it used (so its report can show it)."""
     from archline.records.replay import copy_replay
@@ -271,6 +286,24 @@ def register(app: typer.Typer) -> None:
                 "kernel's prior; the table's 'from' column says whether data or prior set each row.",
             ),
         ] = None,
+        prior_model: Annotated[
+            Path | None,
+            typer.Option(
+                "--prior-model",
+                metavar="RUN",
+                help="A calibrated energy model of this GPU (an archline roofline run directory or its model file): "
+                "with --prior-counts, each counted kernel's prior is the model's energy for its counts "
+                "(kernels with a --prior-replay prior keep that one).",
+            ),
+        ] = None,
+        prior_counts: Annotated[
+            Path | None,
+            typer.Option(
+                "--prior-counts",
+                metavar="CSV",
+                help="The program's Nsight Compute counts per launch (archline counts), for --prior-model.",
+            ),
+        ] = None,
         power_ceiling: Annotated[
             float | None,
             typer.Option(
@@ -305,15 +338,19 @@ def register(app: typer.Typer) -> None:
         from archline.measurement.attribute.run import run_program
         from archline.report.attribution_run import write_report_files
 
+        if (prior_model is None) != (prior_counts is None):
+            raise InputError("--prior-model and --prior-counts go together (the model, and the program's counts)")
         options = None
         render = write_report_files
-        if prior_replay is not None or power_ceiling is not None:
+        if prior_replay is not None or power_ceiling is not None or prior_model is not None:
             from archline.measurement.attribute.attribution import AttributionOptions
 
-            options = AttributionOptions(
-                priors=read_replay_priors(prior_replay) if prior_replay is not None else None,
-                power_ceiling_w=power_ceiling,
-            )
+            priors: dict[str, Any] = {}
+            if prior_model is not None and prior_counts is not None:
+                priors.update(read_model_priors(prior_model, prior_counts))
+            if prior_replay is not None:
+                priors.update(read_replay_priors(prior_replay))  # a kernel graph replay measured keeps its energy
+            options = AttributionOptions(priors=priors or None, power_ceiling_w=power_ceiling)
             if prior_replay is not None:
                 render = _with_replay(prior_replay)
         d = deps(ctx)

@@ -33,6 +33,8 @@ __all__ = [
     "find_ncu",
     "parse_query",
     "parse_raw_csv",
+    "profile_program",
+    "slim_raw_csv",
     "split_by_marker",
 ]
 
@@ -271,9 +273,9 @@ def split_by_marker(
     return out
 
 
-def _run(cmd: list[str], timeout: float, what: str) -> str:
+def _run(cmd: list[str], timeout: float, what: str, env: Mapping[str, str] | None = None) -> str:
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, env=env)
     except subprocess.TimeoutExpired:
         raise NcuUnavailableError(f"{what} took longer than {timeout:g} s") from None
     except OSError as exc:
@@ -343,3 +345,107 @@ def count_workloads(
         tmpf.replace(Path(keep) / "roofline_ncu_raw.csv")
     counts = split_by_marker(parse_raw_csv(raw, "ncu raw CSV"), names)
     return counts, metrics
+
+
+def profile_program(
+    command: Sequence[str],
+    out_csv: str | os.PathLike[str],
+    *,
+    gpu: int | None = None,
+    launch_skip: int = 0,
+    launch_count: int | None = None,
+    profile_from_start: bool = True,
+    timeout_s: float = 1800.0,
+    ncu: str | None = None,
+) -> tuple[int, list[str]]:
+    """Profile a program's kernels under ``ncu`` into ``out_csv`` (the raw page, one row per launch, names mangled
+    as CUPTI traces them); returns (launches profiled, the metrics asked for).
+
+    ``ncu`` runs with ``--clock-control none`` (the card's clocks untouched), ``--cache-control none`` (each launch
+    meets the caches its predecessors left, as in the program), every child process profiled, and only the
+    metrics of :data:`METRICS` this ``ncu`` knows. ``gpu`` shows the program that GPU alone
+    (``CUDA_VISIBLE_DEVICES``). ``profile_from_start=False`` profiles only between the program's
+    ``cudaProfilerStart``/``Stop`` (e.g. ``torch.cuda.profiler.start()`` around one step). The CSV is written
+    atomically. Raises :class:`NcuUnavailableError` if ncu is missing, refused or fails.
+    """
+    if not command:
+        raise InputError("no program to profile (give it after --)")
+    if launch_skip < 0 or (launch_count is not None and launch_count < 1):
+        raise InputError(f"--launch-skip must be ≥ 0 and --launch-count ≥ 1 (got {launch_skip}, {launch_count})")
+    exe = ncu or find_ncu()
+    known = parse_query(_run([exe, "--query-metrics"], 120, "ncu --query-metrics"))
+    metrics = [m for m in METRICS.values() if _base(m) in known] if known else list(METRICS.values())
+    out = Path(out_csv)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None
+    with tempfile.TemporaryDirectory(prefix="archline-ncu-") as tmp:
+        rep = Path(tmp) / "program"
+        _run(
+            [
+                exe,
+                "--profile-from-start",
+                "on" if profile_from_start else "off",
+                "--clock-control",
+                "none",
+                "--cache-control",
+                "none",
+                "--target-processes",
+                "all",
+                *(["--launch-skip", str(launch_skip)] if launch_skip else []),
+                *(["--launch-count", str(launch_count)] if launch_count is not None else []),
+                "--metrics",
+                ",".join(metrics),
+                "--force-overwrite",
+                "-o",
+                str(rep),
+                *command,
+            ],
+            timeout_s,
+            "ncu profile of the program",
+            env,
+        )
+        if not (Path(str(rep) + ".ncu-rep")).is_file():
+            raise NcuUnavailableError("ncu profiled no kernel of the program (did it launch any in the range?)")
+        raw = _run(
+            [
+                exe,
+                "--import",
+                str(rep) + ".ncu-rep",
+                "--csv",
+                "--page",
+                "raw",
+                "--print-units",
+                "base",
+                "--print-kernel-base",
+                "mangled",
+            ],
+            300,
+            "ncu --import",
+        )
+    slim = slim_raw_csv(raw, metrics)
+    launches = parse_raw_csv(slim, "ncu raw CSV", metrics)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmpf = out.with_name(out.name + ".tmp")
+    tmpf.write_text(slim)
+    tmpf.replace(out)
+    return len(launches), metrics
+
+
+#: The raw page's columns a program's counts keep beside the metrics (the rest are device attributes, the same on
+#: every row).
+_KEEP_COLUMNS = ("ID", "Process ID", "Kernel Name", "Context", "Stream", "Block Size", "Grid Size", "Device", "CC")
+
+
+def slim_raw_csv(text: str, metrics: Iterable[str]) -> str:
+    """ncu's raw CSV with only its launch columns and ``metrics`` (its units row kept), ncu's own messages dropped."""
+    import io
+
+    wanted = set(metrics) | set(_KEEP_COLUMNS)
+    rows = [next(csv.reader([ln])) for ln in text.splitlines() if ln.startswith('"')]
+    if not rows:
+        raise InputError("ncu raw CSV: no CSV rows (did ncu profile any kernel?)")
+    cols = [i for i, h in enumerate(rows[0]) if h in wanted]
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    for r in rows:
+        w.writerow([r[i] if i < len(r) else "" for i in cols])
+    return buf.getvalue()

@@ -177,9 +177,12 @@ def prior_arrays(
     common = time_common([r for _, _, r in timed], [pr.energy_per_call_j * calls[active[j]] for j, pr, _ in timed])
     shifted = {j for j, _, _ in timed} if math.isfinite(common) else set()
     for j, pr, mean_dur, ln_ratio in got:
-        pm[j] = pr.energy_per_call_j / mean_dur
-        t_rel = abs(ln_ratio - (common if j in shifted else 0.0)) if math.isfinite(ln_ratio) else 0.0
-        psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
+        pm[j] = pr.power_at(mean_dur)
+        if math.isfinite(pr.constant_w):  # a model prior: its power follows the call's time here, as the model says
+            t_rel = 0.0
+        else:
+            t_rel = abs(ln_ratio - (common if j in shifted else 0.0)) if math.isfinite(ln_ratio) else 0.0
+        psd[j] = math.hypot(pr.sd_j / pr.energy_per_call_j, t_rel) * pm[j]
         src[j] = pr.source
         parts[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
     out = np.zeros(active.size, bool)

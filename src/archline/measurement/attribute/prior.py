@@ -45,12 +45,33 @@ class KernelPrior:
     #: folded in (replay_context.fold_sigma's ρ term: a longer design narrows it only as far as ρ's own uncertainty
     #: goes; the rest, the design's own noise, it narrows); NaN where the prior has no design's in-step σ.
     context_fold_rel: float = math.nan
+    #: A prior from a counted energy model (``source`` ``model``): the board's constant power (W) that the model
+    #: charges over a call's time, the rest of ``energy_per_call_j`` (at ``time_per_call_s``) being the call's
+    #: dynamic energy, which does not depend on its time. The attribution then takes the power of a call here as
+    #: ``constant_w + dynamic energy / its time here`` (at most ``cap_w``) instead of widening the prior for a
+    #: call time unlike the prior's; NaN for priors measured as energies (graph replay).
+    constant_w: float = math.nan
+    #: The most the model lets a call draw (W; its calibrated cap); NaN: no cap of its own.
+    cap_w: float = math.nan
+
+    def power_at(self, time_s: float) -> float:
+        """The prior's power (W) for a call of ``time_s`` seconds: a model prior's constant power plus its
+        dynamic energy over that time (at most its cap); any other prior's energy per call over that time."""
+        if not math.isfinite(self.constant_w):
+            return self.energy_per_call_j / time_s
+        dynamic = max(self.energy_per_call_j - self.constant_w * self.time_per_call_s, 0.0)
+        p = self.constant_w + dynamic / time_s
+        return min(p, self.cap_w) if math.isfinite(self.cap_w) else p
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.energy_per_call_j) and self.energy_per_call_j > 0):
             raise ValueError(f"prior energy per call must be positive, not {self.energy_per_call_j!r}")
         if not (math.isfinite(self.sd_j) and self.sd_j > 0):
             raise ValueError(f"prior spread must be positive, not {self.sd_j!r}")
+        if math.isfinite(self.constant_w) and not (
+            self.constant_w >= 0 and math.isfinite(self.time_per_call_s) and self.time_per_call_s > 0
+        ):
+            raise ValueError("a model prior needs a constant power ≥ 0 and the call time its energy is given at")
 
 
 def priors_from_replay(
