@@ -1,7 +1,8 @@
 """Redo an ``archline run`` attribution on a CPU, from the run directory's raw traces, with other options.
 
     python benchmarks/redo_attribution.py RUN_DIR [--cupti FILE.bin[.gz|.xz] ...] [--prior-replay DIR]
-        [--prior-scale fit|fixed] [--fit-source buffer|counter] [--json]
+        [--prior-model RUN --prior-counts CSV] [--reference DIR] [--prior-scale fit|fixed]
+        [--fit-source buffer|counter] [--json]
 
 For iterating the attribution method on real GPU data without a GPU. The board's power limit and the power
 buffer's sensor model are taken as ``archline run`` took them (the manifest's limit; the calibration or the
@@ -9,7 +10,9 @@ shipped prior of the board's generation). Run directories brought back by ``scri
 large files: ``--cupti`` gives the raw CUPTI trace(s) the script returned gzipped beside its archives
 (``large-…+raw+cupti+cupti-….bin.gz``); the activities are rebuilt from them into ``RUN_DIR/raw/activities.csv``.
 Prints issue 13's figures (``benchmarks/validate_attribution_real.py``'s analysis) against the replay's rows
-when ``--prior-replay`` is given, else the identifiable share and the notes.
+when ``--prior-replay`` (or ``--reference``) is given, else the identifiable share and the notes. With
+``--prior-model`` and ``--prior-replay`` both, a kernel replay measured keeps replay's prior and the others get the
+model's (as ``archline run`` takes them).
 """
 
 from __future__ import annotations
@@ -99,6 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--cupti", type=Path, nargs="*", default=[], help="raw CUPTI trace(s), .bin, .bin.gz or .bin.xz")
     ap.add_argument("--prior-replay", type=Path, help="a replay run directory whose energies become priors")
+    ap.add_argument("--prior-model", type=Path, help="a calibrated model (archline roofline run) for model priors")
+    ap.add_argument("--prior-counts", type=Path, help="the program's counts (archline counts), with --prior-model")
+    ap.add_argument(
+        "--reference",
+        type=Path,
+        help="the replay run directory the rows are scored against (default: --prior-replay's)",
+    )
     ap.add_argument("--prior-scale", choices=("fit", "fixed"), default="fit")
     ap.add_argument("--fit-source", choices=("buffer", "counter"), default="buffer")
     ap.add_argument("--no-ceiling", action="store_true", help="bound every row by the limit (before session 11)")
@@ -161,12 +171,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no buffer model ({exc}); fitting on the counter's windows", flush=True)
     replay_rows: list[dict[str, Any]] = []
     replay_meta: dict[str, Any] = {}
+    if (a.prior_model is None) != (a.prior_counts is None):
+        raise SystemExit("--prior-model and --prior-counts go together")
+    priors: dict[str, Any] = {}
+    if a.prior_model is not None:
+        from archline.characterize.model_priors import read_model_priors
+
+        mp = read_model_priors(a.prior_model, a.prior_counts)
+        priors.update(mp.priors)
+        print(f"model priors: {mp.names} kernel names from {mp.launches} launches ({a.prior_model})", flush=True)
     if a.prior_replay is not None:
         from archline.cli.run_cmd import read_replay_priors
+
+        priors.update(read_replay_priors(a.prior_replay))  # replay's measured energy wins where it has one
+    if priors:
+        opts = replace(opts, priors=priors)
+    reference = a.reference if a.reference is not None else a.prior_replay
+    if reference is not None:
         from archline.report.replay import read_replay
 
-        opts = replace(opts, priors=read_replay_priors(a.prior_replay))
-        replay_meta, replay_rows = read_replay(a.prior_replay)
+        replay_meta, replay_rows = read_replay(reference)
     result = reanalyze(d, opts) if a.cut_s <= 0 else _reanalyze_cut(d, opts, a.cut_s)
     sys.path.insert(0, str(HERE))
     from validate_attribution_real import analyse, report
