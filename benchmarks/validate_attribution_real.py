@@ -44,7 +44,12 @@ sys.path.insert(0, str(HERE.parent / "workloads"))
 #: resnet50cl: the same ResNet-50 step with the model and the batch in channels_last (NHWC), as users training CNNs
 #: in mixed precision usually run it (session 16: cuDNN then needs no NCHW<->NHWC layout kernels, whose
 #: workspaces made most of the design's configurations compute on NaN).
-WORKLOADS = ("resnet50", "transformer", "resnet50cl")
+#: decode: GPT-2 (124 M, random weights from its config, fp16) greedy decoding of 64 tokens with a KV cache, batch 1
+#: (bench_run_overhead.py's launch-bound loop): a step graph replay is not made for (the cache grows every token).
+WORKLOADS = ("resnet50", "transformer", "resnet50cl", "decode")
+#: Launches ``archline counts`` profiles of a step, by workload (None: the whole step). ncu takes 0.3-0.5 s a launch
+#: (session 25's H100s), and a decode step is some 10 000 launches of the same few kernels.
+COUNT_LAUNCHES: dict[str, int | None] = {"decode": 400}
 DEFAULT_ONLY = "resnet50,transformer"
 KERNEL_KINDS = ("kernel", "memcpy", "memset")
 
@@ -59,7 +64,28 @@ def make_step(name: str, device: str, transformer_batch: int = 16) -> Any:
         from transformer_step import make_step as transformer_step
 
         return transformer_step(device, batch=transformer_batch)
+    if name == "decode":
+        return _decode_step(device)
     raise ValueError(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
+
+
+def _decode_step(device: str) -> Any:
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config()).to(device, torch.float16).eval()
+    prompt = torch.randint(0, 50257, (1, 32), device=device)
+
+    @torch.inference_mode()
+    def step() -> None:
+        out = model(prompt, use_cache=True)
+        past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        for _ in range(64):
+            out = model(tok, past_key_values=past, use_cache=True)
+            past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+
+    return step
 
 
 def loop(name: str, seconds: float, transformer_batch: int = 16, profile_step: bool = False) -> int:
@@ -312,7 +338,9 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
         counts = a.out / f"{name}-counts.csv"
         t1 = time.time()
         ccmd = [sys.executable, "-m", "archline", "counts", "-o", str(counts), "--gpu", str(a.gpu), "--profiler-range",
-                "--timeout", "500", "--", sys.executable, str(HERE), "--loop", name, "--profile-step",
+                "--timeout", "500",
+                *(["--launch-count", str(COUNT_LAUNCHES[name])] if COUNT_LAUNCHES.get(name) else []),
+                "--", sys.executable, str(HERE), "--loop", name, "--profile-step",
                 "--transformer-batch", str(a.transformer_batch)]  # fmt: skip
         cproc = subprocess.run(ccmd, capture_output=True, text=True, timeout=560, check=False)
         print(cproc.stdout[-2000:], cproc.stderr[-2000:], sep="\n", flush=True)
