@@ -297,6 +297,10 @@ def report(name: str, s: Mapping[str, Any]) -> None:
         print(f"PASS/FAIL {name}: {v}", flush=True)
 
 
+class _NoReplay(Exception):
+    """``--no-replay``: the step's graph replay is not run (it was measured apart, as the reference)."""
+
+
 def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     import archline
     from archline.core.activity import demangle
@@ -306,6 +310,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
     replay_rows: list[dict[str, Any]] = []
     replay_summary: dict[str, Any] = {}
     try:
+        if a.no_replay:
+            raise _NoReplay
         step = make_step(name, f"cuda:{a.gpu}", a.transformer_batch)
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
@@ -325,6 +331,8 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
                   + (f", {d['replicates']} measured twice: τ {100 * float(d['tau']):.2f} % (bound "
                      f"{100 * float(d['tau_up']):.2f} %), √E[ρ²] {100 * float(d['rho_fold']):.1f} %"
                      if d.get("replicates") else ""), flush=True)  # fmt: skip
+    except _NoReplay:
+        replay_summary = {"skipped": "--no-replay"}
     except Exception as exc:  # the attribution still runs, with the default priors only
         traceback.print_exc()
         print(f"ERROR {name} replay: {exc!r}; attributing without replay priors", flush=True)
@@ -339,7 +347,9 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
         t1 = time.time()
         ccmd = [sys.executable, "-m", "archline", "counts", "-o", str(counts), "--gpu", str(a.gpu), "--profiler-range",
                 "--timeout", "500",
-                *(["--launch-count", str(COUNT_LAUNCHES[name])] if COUNT_LAUNCHES.get(name) else []),
+                *(["--launch-count", str(a.count_launches or COUNT_LAUNCHES[name])]
+                  if a.count_launches or COUNT_LAUNCHES.get(name) else []),
+                *(["--launch-skip", str(a.count_skip)] if a.count_skip else []),
                 "--", sys.executable, str(HERE), "--loop", name, "--profile-step",
                 "--transformer-batch", str(a.transformer_batch)]  # fmt: skip
         cproc = subprocess.run(ccmd, capture_output=True, text=True, timeout=560, check=False)
@@ -435,6 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "scored against)")  # fmt: skip
     ap.add_argument("--prior-model", type=Path, help="the model for --prior-source model (an archline roofline run)")
     ap.add_argument("--profile-step", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-replay", action="store_true", help="no graph replay (one measured apart is the reference)")
+    ap.add_argument("--count-launches", type=int, help="launches archline counts profiles (default: by workload)")
+    ap.add_argument("--count-skip", type=int, default=0, help="launches of the profiled step archline counts skips")
     a = ap.parse_args(argv)
     if a.prior_source == "model" and a.prior_model is None:
         ap.error("--prior-source model needs --prior-model RUN")
