@@ -5,11 +5,8 @@
 # 200 launches after skipping 300 (past the prompt's forward pass, into the tokens' decoding), then
 # `archline run --prior-model` with plan_s25a's H100 model. About 4 minutes. Archives come back as all-*.
 #   OUT=/dir scripts/plan_s25c.sh
-set -u
-OUT=${OUT:?set OUT}
-cd "$(dirname "$0")/.." || exit 1
-nvidia-smi --query-gpu=index,name,uuid --format=csv,noheader
-mkdir -p "$OUT/all"
+# shellcheck source=scripts/plan_common.sh
+. "$(dirname "$0")/plan_common.sh"
 SKIP_INSTALL=1 ON_GPU=0 MAX_LARGE=1 ATTRIBUTION_LIMIT=480 \
   ATTRIBUTION_ARGS="--only decode --no-replay --count-launches 200 --count-skip 300 --prior-source model --prior-model $PWD/results/h100/roofline-ml-v2-8908fa3f" \
   OUT="$OUT/all" scripts/device.sh attribution
