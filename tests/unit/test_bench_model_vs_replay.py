@@ -1,4 +1,4 @@
-"""benchmarks/model_vs_replay.py on session 25's shipped run sets: the figures docs/attribution.md gives come from it."""
+"""benchmarks/model_vs_replay.py on session 25's shipped run sets: docs/attribution.md's figures come from it."""
 
 from __future__ import annotations
 
