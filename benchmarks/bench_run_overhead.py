@@ -171,20 +171,15 @@ def decode_workload() -> Workload | None:
     """Greedy decoding with a KV cache: GPT-2 (124 M, random weights from its config), fp16, batch 1."""
     try:
         import torch
-        from transformers import GPT2Config, GPT2LMHeadModel
+        import transformers  # noqa: F401
     except ImportError:
         return None
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config()).to("cuda", torch.float16).eval()
-    prompt = torch.randint(0, 50257, (1, 32), device="cuda")
+    from workloads.gpt2_decode import make_step  # benchmarks/, this script's folder
 
-    @torch.inference_mode()
+    step = make_step("cuda", tokens=64)
+
     def run() -> None:
-        out = model(prompt, use_cache=True)
-        past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
-        for _ in range(64):
-            out = model(tok, past_key_values=past, use_cache=True)
-            past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        step()
         torch.cuda.synchronize()
 
     return "GPT-2 greedy decoding with a KV cache, fp16, 64 tokens", run

@@ -68,42 +68,25 @@ def compare(run_set: Path, model: Path | None = None, precise: float = 0.10) -> 
         out.append(row)
     out.sort(key=lambda x: -x["replay_j"] * 1.0)
 
-    def stats(sel: list[dict[str, Any]]) -> dict[str, Any]:
-        got = [x for x in sel if "err" in x]
-        e = sum(x["replay_j"] for x in got)
-        errs = sorted((x["err"], x["replay_j"]) for x in got)
+    def stats(sel: list[dict[str, Any]], err_key: str = "err", e_key: str = "replay_j") -> dict[str, Any]:
+        """Energy-weighted (by ``e_key``) shares within ±15 and ±30 % and median of ``err_key`` over ``sel``."""
+        got = [x for x in sel if err_key in x]
+        e = sum(x[e_key] for x in got)
         acc, med = 0.0, math.nan
-        for err, w in errs:
+        for err, w in sorted((x[err_key], x[e_key]) for x in got):
             acc += w
             if acc >= e / 2:
                 med = err
                 break
+
+        def within(lim: float) -> float:
+            return sum(x[e_key] for x in got if abs(x[err_key]) <= lim) / e if e else math.nan
+
         return {
             "groups": len(sel),
             "with_model": len(got),
-            "within_15pct_share": sum(x["replay_j"] for x in got if abs(x["err"]) <= 0.15) / e if e else math.nan,
-            "within_30pct_share": sum(x["replay_j"] for x in got if abs(x["err"]) <= 0.30) / e if e else math.nan,
-            "weighted_median_err": med,
-        }
-
-    def stats_isolated(sel: list[dict[str, Any]]) -> dict[str, Any]:
-        got = [x for x in sel if "err_isolated" in x]
-        e = sum(x["isolated_j"] for x in got)
-        errs = sorted((x["err_isolated"], x["isolated_j"]) for x in got)
-        acc, med = 0.0, math.nan
-        for err, w in errs:
-            acc += w
-            if acc >= e / 2:
-                med = err
-                break
-        return {
-            "groups": len(got),
-            "within_15pct_share": sum(x["isolated_j"] for x in got if abs(x["err_isolated"]) <= 0.15) / e
-            if e
-            else math.nan,
-            "within_30pct_share": sum(x["isolated_j"] for x in got if abs(x["err_isolated"]) <= 0.30) / e
-            if e
-            else math.nan,
+            "within_15pct_share": within(0.15),
+            "within_30pct_share": within(0.30),
             "weighted_median_err": med,
         }
 
@@ -132,7 +115,7 @@ def compare(run_set: Path, model: Path | None = None, precise: float = 0.10) -> 
         "precise": precise,
         "all": stats(out),
         "precise_groups": stats([x for x in out if x["replay_rel_sd"] <= precise]),
-        "isolated": stats_isolated(out),
+        "isolated": stats(out, "err_isolated", "isolated_j"),
         "rows": out,
     }
 
@@ -174,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the run's rows with a model prior: {c['rows_with_prior']} of {c['rows']} kernel, memcpy, memset rows, "
               f"{100 * c['energy_share']:.1f} % of their energy")  # fmt: skip
     st = s["isolated"]
-    print(f"groups measured alone: {st['groups']}; the model at their time alone: of their isolated energy "
+    print(f"groups measured alone: {st['with_model']}; the model at their time alone: of their isolated energy "
           f"{100 * st['within_15pct_share']:.1f} % within ±15 %, {100 * st['within_30pct_share']:.1f} % within ±30 %; "
           f"energy-weighted median error {100 * st['weighted_median_err']:+.1f} %")  # fmt: skip
     return 0

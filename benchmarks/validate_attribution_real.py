@@ -65,27 +65,10 @@ def make_step(name: str, device: str, transformer_batch: int = 16) -> Any:
 
         return transformer_step(device, batch=transformer_batch)
     if name == "decode":
-        return _decode_step(device)
+        from gpt2_decode import make_step as decode_step
+
+        return decode_step(device, tokens=64)
     raise ValueError(f"unknown workload {name!r} (one of {', '.join(WORKLOADS)})")
-
-
-def _decode_step(device: str) -> Any:
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config()).to(device, torch.float16).eval()
-    prompt = torch.randint(0, 50257, (1, 32), device=device)
-
-    @torch.inference_mode()
-    def step() -> None:
-        out = model(prompt, use_cache=True)
-        past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
-        for _ in range(64):
-            out = model(tok, past_key_values=past, use_cache=True)
-            past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
-
-    return step
 
 
 def loop(name: str, seconds: float, transformer_batch: int = 16, profile_step: bool = False) -> int:

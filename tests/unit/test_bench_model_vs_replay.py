@@ -38,4 +38,4 @@ def test_each_error_is_the_model_prior_at_replays_busy_time_against_its_in_step_
     st = s["all"]
     within = sum(r["replay_j"] for r in s["rows"] if abs(r["err"]) <= 0.15) / sum(r["replay_j"] for r in s["rows"])
     assert st["within_15pct_share"] == pytest.approx(within) and st["groups"] == len(s["rows"])
-    assert 0 < s["isolated"]["groups"] <= len(s["rows"])
+    assert 0 < s["isolated"]["with_model"] == sum(1 for r in s["rows"] if "err_isolated" in r) < len(s["rows"])

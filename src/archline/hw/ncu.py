@@ -289,6 +289,37 @@ def _run(cmd: list[str], timeout: float, what: str, env: Mapping[str, str] | Non
     return p.stdout
 
 
+def _known_metrics(exe: str) -> list[str]:
+    """The metrics of :data:`METRICS` this ``ncu`` knows (all of them where it lists none)."""
+    known = parse_query(_run([exe, "--query-metrics"], 120, "ncu --query-metrics"))
+    return [m for m in METRICS.values() if _base(m) in known] if known else list(METRICS.values())
+
+
+def _profile_raw(
+    exe: str,
+    metrics: Sequence[str],
+    flags: Sequence[str],
+    argv: Sequence[str],
+    timeout_s: float,
+    what: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    import_flags: Sequence[str] = (),
+    check_report: bool = False,
+) -> str:
+    """Run ``argv`` under ``ncu`` (clocks untouched, every child process, ``flags`` added) and return the report's raw
+    page as CSV. Raises :class:`NcuUnavailableError` where ncu fails (or, with ``check_report``, wrote no report: it
+    profiled no kernel)."""
+    with tempfile.TemporaryDirectory(prefix="archline-ncu-") as tmp:
+        rep = Path(tmp) / "profile"
+        cmd = [exe, "--clock-control", "none", "--target-processes", "all", *flags, "--metrics", ",".join(metrics)]
+        _run([*cmd, "--force-overwrite", "-o", str(rep), *argv], timeout_s, what, env)
+        if check_report and not Path(str(rep) + ".ncu-rep").is_file():
+            raise NcuUnavailableError(f"{what}: ncu profiled no kernel (did the program launch any in the range?)")
+        imp = [exe, "--import", str(rep) + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"]
+        return _run([*imp, *import_flags], 300, "ncu --import")
+
+
 def count_workloads(
     names: Sequence[str],
     *,
@@ -304,40 +335,16 @@ def count_workloads(
     ``keep`` names a directory to keep the raw CSV in (``roofline_ncu_raw.csv``). Raises
     :class:`NcuUnavailableError` if ncu is missing, refused or fails.
     """
+    if not child:
+        raise ValueError("count_workloads needs the child command that runs the workloads")
     exe = ncu or find_ncu()
-    known = parse_query(_run([exe, "--query-metrics"], 120, "ncu --query-metrics"))
-    metrics = [m for m in METRICS.values() if _base(m) in known] if known else list(METRICS.values())
+    metrics = _known_metrics(exe)
     if METRICS["grid"] not in metrics:
         metrics.insert(0, METRICS["grid"])
-    with tempfile.TemporaryDirectory(prefix="archline-ncu-") as tmp:
-        rep = Path(tmp) / "heldout"
-        if not child:
-            raise ValueError("count_workloads needs the child command that runs the workloads")
-        argv = [*child, "--gpu", str(gpu), "--names", ",".join(names)]
-        _run(
-            [
-                exe,
-                "--profile-from-start",
-                "off",
-                "--clock-control",
-                "none",
-                "--target-processes",
-                "all",
-                "--metrics",
-                ",".join(metrics),
-                "--force-overwrite",
-                "-o",
-                str(rep),
-                *argv,
-            ],
-            timeout_s,
-            "ncu profile of the held-out kernels",
-        )
-        raw = _run(
-            [exe, "--import", str(rep) + ".ncu-rep", "--csv", "--page", "raw", "--print-units", "base"],
-            300,
-            "ncu --import",
-        )
+    argv = [*child, "--gpu", str(gpu), "--names", ",".join(names)]
+    raw = _profile_raw(
+        exe, metrics, ["--profile-from-start", "off"], argv, timeout_s, "ncu profile of the held-out kernels"
+    )
     if keep is not None:
         Path(keep).mkdir(parents=True, exist_ok=True)
         tmpf = Path(keep) / "roofline_ncu_raw.csv.tmp"
@@ -373,54 +380,28 @@ def profile_program(
     if launch_skip < 0 or (launch_count is not None and launch_count < 1):
         raise InputError(f"--launch-skip must be ≥ 0 and --launch-count ≥ 1 (got {launch_skip}, {launch_count})")
     exe = ncu or find_ncu()
-    known = parse_query(_run([exe, "--query-metrics"], 120, "ncu --query-metrics"))
-    metrics = [m for m in METRICS.values() if _base(m) in known] if known else list(METRICS.values())
+    metrics = _known_metrics(exe)
     out = Path(out_csv)
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None
-    with tempfile.TemporaryDirectory(prefix="archline-ncu-") as tmp:
-        rep = Path(tmp) / "program"
-        _run(
-            [
-                exe,
-                "--profile-from-start",
-                "on" if profile_from_start else "off",
-                "--clock-control",
-                "none",
-                "--cache-control",
-                "none",
-                "--target-processes",
-                "all",
-                *(["--launch-skip", str(launch_skip)] if launch_skip else []),
-                *(["--launch-count", str(launch_count)] if launch_count is not None else []),
-                "--metrics",
-                ",".join(metrics),
-                "--force-overwrite",
-                "-o",
-                str(rep),
-                *command,
-            ],
-            timeout_s,
-            "ncu profile of the program",
-            env,
-        )
-        if not (Path(str(rep) + ".ncu-rep")).is_file():
-            raise NcuUnavailableError("ncu profiled no kernel of the program (did it launch any in the range?)")
-        raw = _run(
-            [
-                exe,
-                "--import",
-                str(rep) + ".ncu-rep",
-                "--csv",
-                "--page",
-                "raw",
-                "--print-units",
-                "base",
-                "--print-kernel-base",
-                "mangled",
-            ],
-            300,
-            "ncu --import",
-        )
+    flags = [
+        "--profile-from-start",
+        "on" if profile_from_start else "off",
+        "--cache-control",
+        "none",
+        *(["--launch-skip", str(launch_skip)] if launch_skip else []),
+        *(["--launch-count", str(launch_count)] if launch_count is not None else []),
+    ]
+    raw = _profile_raw(
+        exe,
+        metrics,
+        flags,
+        command,
+        timeout_s,
+        "ncu profile of the program",
+        env=env,
+        import_flags=["--print-kernel-base", "mangled"],
+        check_report=True,
+    )
     slim = slim_raw_csv(raw, metrics)
     launches = parse_raw_csv(slim, "ncu raw CSV", metrics)
     out.parent.mkdir(parents=True, exist_ok=True)
