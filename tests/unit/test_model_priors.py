@@ -227,8 +227,20 @@ def test_counts_profiles_the_program_in_its_profiler_range_with_clocks_untouched
     given = args.read_text().split()
     for flag, value in (("--clock-control", "none"), ("--profile-from-start", "off"), ("--cache-control", "none")):
         assert given[given.index(flag) + 1] == value
-    assert given[-2:] == ["python3", "step.py"]
+    assert given[-2:] == ["python3", "step.py"] and "--filter-mode" not in given
     assert len(parse_raw_csv(out.read_text())) == 2 and not list(out.parent.glob("*.tmp"))
+
+
+def test_counts_per_config_counts_each_launch_configuration(tmp_path, monkeypatch):
+    args = _fake_ncu(tmp_path, monkeypatch)
+    out = tmp_path / "counts.csv"
+    res = CliRunner().invoke(app, ["counts", "-o", str(out), "--per-config", "2", "--", "python3", "decode.py"])
+    assert res.exit_code == 0, res.output
+    given = args.read_text().split()
+    assert given[given.index("--filter-mode") + 1] == "per-launch-config"
+    assert given[given.index("--launch-count") + 1] == "2"
+    res = CliRunner().invoke(app, ["counts", "-o", str(out), "--per-config", "2", "--launch-count", "5", "--", "x"])
+    assert res.exit_code == 2 and "replaces --launch-count" in res.output
 
 
 def test_counts_failures_are_one_line(tmp_path, monkeypatch):

@@ -37,6 +37,16 @@ def register(app: typer.Typer) -> None:
                 "(torch.cuda.profiler.start()/stop() around one step).",
             ),
         ] = True,
+        per_config: Annotated[
+            int | None,
+            typer.Option(
+                "--per-config",
+                metavar="N",
+                help="Count N launches of each launch configuration (kernel, grid, block) instead of --launch-count "
+                "in all: for loops of many launches of few kernels (decode). A kernel's prior then weights its "
+                "configurations alike, not by how often they run.",
+            ),
+        ] = None,
         timeout_s: Annotated[float, typer.Option("--timeout", help="Give up after this many seconds.")] = 1800.0,
     ) -> None:
         """Count each kernel launch of a program with Nsight Compute (ncu), for `archline run --prior-model`.
@@ -50,6 +60,8 @@ def register(app: typer.Typer) -> None:
             raise InputError("no program to profile: give it after --, e.g. archline counts -o c.csv -- python t.py")
         if not (timeout_s > 0):
             raise InputError(f"--timeout must be positive (got {timeout_s})")
+        if per_config is not None and (per_config < 1 or launch_count is not None):
+            raise InputError("--per-config takes a count ≥ 1 and replaces --launch-count")
         from archline.hw.ncu import profile_program
 
         n, metrics = profile_program(
@@ -57,8 +69,9 @@ def register(app: typer.Typer) -> None:
             out,
             gpu=gpu,
             launch_skip=launch_skip,
-            launch_count=launch_count,
+            launch_count=per_config if per_config is not None else launch_count,
             profile_from_start=from_start,
+            per_config=per_config is not None,
             timeout_s=timeout_s,
         )
         console.print(f"{n} launches, {len(metrics)} metrics: {out}", soft_wrap=True, markup=False)

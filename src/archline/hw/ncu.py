@@ -362,6 +362,7 @@ def profile_program(
     launch_skip: int = 0,
     launch_count: int | None = None,
     profile_from_start: bool = True,
+    per_config: bool = False,
     timeout_s: float = 1800.0,
     ncu: str | None = None,
 ) -> tuple[int, list[str]]:
@@ -372,7 +373,9 @@ def profile_program(
     meets the caches its predecessors left, as in the program), every child process profiled, and only the
     metrics of :data:`METRICS` this ``ncu`` knows. ``gpu`` shows the program that GPU alone
     (``CUDA_VISIBLE_DEVICES``). ``profile_from_start=False`` profiles only between the program's
-    ``cudaProfilerStart``/``Stop`` (e.g. ``torch.cuda.profiler.start()`` around one step). The CSV is written
+    ``cudaProfilerStart``/``Stop`` (e.g. ``torch.cuda.profiler.start()`` around one step). ``per_config``: the skip and
+    the count apply to each launch configuration (kernel, grid, block: ncu's ``--filter-mode per-launch-config``), so a
+    loop of many launches of few kernels is counted a few launches each. The CSV is written
     atomically. Raises :class:`NcuUnavailableError` if ncu is missing, refused or fails.
     """
     if not command:
@@ -390,6 +393,7 @@ def profile_program(
         "none",
         *(["--launch-skip", str(launch_skip)] if launch_skip else []),
         *(["--launch-count", str(launch_count)] if launch_count is not None else []),
+        *(["--filter-mode", "per-launch-config"] if per_config else []),
     ]
     raw = _profile_raw(
         exe,
