@@ -5,8 +5,10 @@ mangled as CUPTI traces them). Each launch's dynamic energy is the model's (:met
 shared, FP32/FP64 and tensor-core terms); its time is ncu's (else the model's time roofline). A kernel name's prior
 is the mean over its launches: energy per call π0·t + E_dyn at that time, with the model's own 1 σ at that energy
 (its calibrated spread and its parameters' uncertainties). The prior keeps π0 and E_dyn apart
-(:attr:`KernelPrior.constant_w`), so the attribution takes a call's power as π0 + E_dyn / its traced time, never the
-profiled time's power, and bounds it by the model's calibrated cap.
+(:attr:`KernelPrior.constant_w`), so the attribution takes a call's power as π0 + E_dyn / its traced time, not the
+profiled time's power, bounded by the model's calibrated cap; it still widens the prior by the two times' ratio, as the
+launches counted may not be the program's mix of them (a partial count, or one per launch configuration, weights the
+configurations unlike the program).
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def model_priors(
     """Priors by kernel name from ``launches``: (kernel name as ncu printed it, {archline count key: value}).
 
     Names are demangled as the attribution's rows are. A name's prior is the mean of its launches: time t̄, dynamic
-    energy Ē_dyn, energy per call π0·t̄ + Ē_dyn (at most the model's cap × t̄) and the mean of the launches' 1 σ
+    energy Ē_dyn, energy per call π0·t̄ + Ē_dyn (the cap applies to its power at a call's time) and the mean of the
+    launches' 1 σ
     (the model's error is the kernel's, not its launches': it does not average down).
     """
     pairs = list(launches)
@@ -87,9 +90,7 @@ def model_priors(
         t = sum(r[0] for r in rows) / n
         dyn = sum(r[1] for r in rows) / n
         sd = sum(r[2] for r in rows) / n
-        e = m.pi0_w * t + dyn
-        if math.isfinite(cap):
-            e = min(e, cap * t)
+        e = m.pi0_w * t + dyn  # uncapped: the cap applies to the power at the call's time here (power_at)
         if not (e > 0):
             skipped += n
             continue

@@ -25,7 +25,12 @@ def register(app: typer.Typer) -> None:
         command: Annotated[list[str], typer.Argument(metavar="-- COMMAND [ARGS]...", help="The program to profile.")],
         out: Annotated[Path, typer.Option("--out", "-o", help="The CSV to write (ncu's raw page, a row a launch).")],
         gpu: Annotated[int | None, typer.Option("--gpu", "-g", help="Show the program this GPU alone.")] = None,
-        launch_skip: Annotated[int, typer.Option("--launch-skip", help="Launches to let run before profiling.")] = 0,
+        launch_skip: Annotated[
+            int,
+            typer.Option(
+                "--launch-skip", help="Launches to let run before profiling (of each configuration with --per-config)."
+            ),
+        ] = 0,
         launch_count: Annotated[
             int | None, typer.Option("--launch-count", help="Launches to profile (default: all in the range).")
         ] = None,
@@ -53,8 +58,8 @@ def register(app: typer.Typer) -> None:
 
         ncu replays every profiled launch several times, so profile few: one step of a training loop (with
         --profiler-range, or --launch-skip/--launch-count). Clocks are never touched (--clock-control none);
-        each launch meets the caches its predecessors left (--cache-control none). The CSV keeps the kernels'
-        mangled names, as CUPTI traces them.
+        caches are not flushed (--cache-control none: a launch's first pass meets what its predecessors left; ncu's
+        later passes of it meet warmer ones). The CSV keeps the kernels' mangled names, as CUPTI traces them.
         """
         if not command:
             raise InputError("no program to profile: give it after --, e.g. archline counts -o c.csv -- python t.py")

@@ -11,10 +11,12 @@ the counts of every kernel of one workload are summed.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -274,19 +276,28 @@ def split_by_marker(
 
 
 def _run(cmd: list[str], timeout: float, what: str, env: Mapping[str, str] | None = None) -> str:
+    """Run ``cmd`` in a process group of its own; past ``timeout`` the whole group is killed (ncu and the program it
+    profiles: none is left on the GPU)."""
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, env=env)
-    except subprocess.TimeoutExpired:
-        raise NcuUnavailableError(f"{what} took longer than {timeout:g} s") from None
+        p = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+        )
     except OSError as exc:
         raise NcuUnavailableError(f"{what} could not start: {exc}") from None
-    text = p.stdout + p.stderr
+    try:
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        raise NcuUnavailableError(f"{what} took longer than {timeout:g} s") from None
+    text = stdout + stderr
     if "ERR_NVGPUCTRPERM" in text:
         raise NcuUnavailableError(f"{what}: no permission for GPU performance counters (ERR_NVGPUCTRPERM)")
     if p.returncode != 0:
         last = [ln for ln in text.splitlines() if ln.strip()][-1:] or ["(no output)"]
         raise NcuUnavailableError(f"{what} failed with exit code {p.returncode}: {last[0].strip()}")
-    return p.stdout
+    return stdout
 
 
 def _known_metrics(exe: str) -> list[str]:
@@ -369,14 +380,16 @@ def profile_program(
     """Profile a program's kernels under ``ncu`` into ``out_csv`` (the raw page, one row per launch, names mangled
     as CUPTI traces them); returns (launches profiled, the metrics asked for).
 
-    ``ncu`` runs with ``--clock-control none`` (the card's clocks untouched), ``--cache-control none`` (each launch
-    meets the caches its predecessors left, as in the program), every child process profiled, and only the
-    metrics of :data:`METRICS` this ``ncu`` knows. ``gpu`` shows the program that GPU alone
-    (``CUDA_VISIBLE_DEVICES``). ``profile_from_start=False`` profiles only between the program's
-    ``cudaProfilerStart``/``Stop`` (e.g. ``torch.cuda.profiler.start()`` around one step). ``per_config``: the skip and
-    the count apply to each launch configuration (kernel, grid, block: ncu's ``--filter-mode per-launch-config``), so a
-    loop of many launches of few kernels is counted a few launches each. The CSV is written
-    atomically. Raises :class:`NcuUnavailableError` if ncu is missing, refused or fails.
+    ``ncu`` runs with ``--clock-control none`` (the card's clocks untouched), ``--cache-control none`` (caches not
+    flushed: a launch's first pass meets what its predecessors left, as in the program, its later passes what its
+    earlier ones and ncu's memory restore left, so the DRAM bytes of data that fits in L2 may come out low; the
+    default flush would count them as if every launch started cold), every child process profiled, and only the
+    metrics of :data:`METRICS` this ``ncu`` knows. ``gpu`` shows the program that GPU alone, by NVML's (PCI bus)
+    order (``CUDA_DEVICE_ORDER=PCI_BUS_ID``, ``CUDA_VISIBLE_DEVICES``). ``profile_from_start=False`` profiles only
+    between the program's ``cudaProfilerStart``/``Stop`` (e.g. ``torch.cuda.profiler.start()`` around one step).
+    ``per_config``: the skip and the count apply to each launch configuration (kernel, grid, block: ncu's
+    ``--filter-mode per-launch-config``), so a loop of many launches of few kernels is counted a few launches each.
+    The CSV is written atomically. Raises :class:`NcuUnavailableError` if ncu is missing, refused or fails.
     """
     if not command:
         raise InputError("no program to profile (give it after --)")
@@ -385,7 +398,9 @@ def profile_program(
     exe = ncu or find_ncu()
     metrics = _known_metrics(exe)
     out = Path(out_csv)
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None
+    env = (
+        {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None
+    )
     flags = [
         "--profile-from-start",
         "on" if profile_from_start else "off",
@@ -409,9 +424,12 @@ def profile_program(
     slim = slim_raw_csv(raw, metrics)
     launches = parse_raw_csv(slim, "ncu raw CSV", metrics)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmpf = out.with_name(out.name + ".tmp")
-    tmpf.write_text(slim)
-    tmpf.replace(out)
+    tmpf = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmpf.write_text(slim)
+        tmpf.replace(out)
+    finally:
+        tmpf.unlink(missing_ok=True)
     return len(launches), metrics
 
 

@@ -138,7 +138,8 @@ def prior_arrays(
     :func:`column_fit.fit_columns`).
 
     A kernel with a :class:`KernelPrior` gets its energy per call divided by its mean traced
-    call time; every other column the weakly informative pooled default. A kernel that runs longer or shorter
+    call time (a model prior: its constant power plus its dynamic energy over that time, :meth:`KernelPrior.power_at`);
+    every other column the weakly informative pooled default. A kernel that runs longer or shorter
     here than where its prior was measured is not the same call: its energy may differ by as much, so its prior
     widens by the log of the times' ratio. Where at least :data:`MIN_COMMON` priors carry their kernels' CUPTI busy
     time (``time_source`` ``busy``: timed as the program's calls are) among the ``shift`` columns, the time part of
@@ -177,12 +178,16 @@ def prior_arrays(
     common = time_common([r for _, _, r in timed], [pr.energy_per_call_j * calls[active[j]] for j, pr, _ in timed])
     shifted = {j for j, _, _ in timed} if math.isfinite(common) else set()
     for j, pr, mean_dur, ln_ratio in got:
-        pm[j] = pr.power_at(mean_dur)
-        if math.isfinite(pr.constant_w):  # a model prior: its power follows the call's time here, as the model says
-            t_rel = 0.0
+        t_rel = abs(ln_ratio - (common if j in shifted else 0.0)) if math.isfinite(ln_ratio) else 0.0
+        if math.isfinite(pr.constant_w):
+            # a model prior: its power follows the call's time here as the model says (constant power + dynamic
+            # energy over that time), and still widens by the times' ratio: the launches counted may not be the
+            # program's mix of them (a partial count, a count per configuration)
+            pm[j] = pr.power_at(mean_dur)
+            psd[j] = math.hypot(pr.sd_j / pr.energy_per_call_j, t_rel) * pm[j]
         else:
-            t_rel = abs(ln_ratio - (common if j in shifted else 0.0)) if math.isfinite(ln_ratio) else 0.0
-        psd[j] = math.hypot(pr.sd_j / pr.energy_per_call_j, t_rel) * pm[j]
+            pm[j] = pr.energy_per_call_j / mean_dur
+            psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
         src[j] = pr.source
         parts[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
     out = np.zeros(active.size, bool)
