@@ -48,8 +48,9 @@ class KernelPrior:
     #: A prior from a counted energy model (``source`` ``model``): the board's constant power (W) that the model
     #: charges over a call's time, the rest of ``energy_per_call_j`` (at ``time_per_call_s``) being the call's
     #: dynamic energy, which does not depend on its time. The attribution then takes the power of a call here as
-    #: ``constant_w + dynamic energy / its time here`` (at most ``cap_w``) instead of widening the prior for a
-    #: call time unlike the prior's; NaN for priors measured as energies (graph replay).
+    #: ``constant_w + dynamic energy / its time here`` (at most ``cap_w``), not the energy over that time (it still
+    #: widens the prior by the ratio of the two times: the launches counted may not be the program's mix); NaN for
+    #: priors measured as energies (graph replay).
     constant_w: float = math.nan
     #: The most the model lets a call draw (W; its calibrated cap); NaN: no cap of its own.
     cap_w: float = math.nan
