@@ -23,13 +23,14 @@ from archline.core.activity import demangle
 from archline.errors import InputError
 from archline.hw.ncu import METRICS, parse_raw_csv
 from archline.measurement.attribute.prior import KernelPrior
-from archline.model.ml.counts import MlCounts, counts_from_ncu_values
+from archline.model.ml.counts import _Z95, MlCounts, counts_from_ncu_values
 from archline.model.ml.machine import MeasuredKernel, MlModel
 from archline.model.ml_run import load_ml_model
 
 __all__ = ["ModelPriors", "model_priors", "read_model_priors"]
 
-_Z95 = 1.959963984540054
+#: ncu's metric name → archline's count key (:data:`archline.hw.ncu.METRICS` turned round).
+_KEY_OF = {v: k for k, v in METRICS.items()}
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,15 @@ class ModelPriors:
 
     priors: dict[str, KernelPrior]
     launches: int
-    names: int
     #: Launches whose counts gave no energy (no counted work, or no time): left without a prior.
     skipped: int
     model_path: str
     counts_path: str
+
+    @property
+    def names(self) -> int:
+        """Kernel names with a prior."""
+        return len(self.priors)
 
 
 def _launch(m: MlModel, c: MlCounts) -> tuple[float, float, float] | None:
@@ -97,12 +102,11 @@ def model_priors(
         out[name] = KernelPrior(
             e, sd, "model", time_per_call_s=t, time_source="model", constant_w=max(m.pi0_w, 0.0), cap_w=cap
         )
-    return ModelPriors(out, len(pairs), len(out), skipped, model_path, counts_path)
+    return ModelPriors(out, len(pairs), skipped, model_path, counts_path)
 
 
 def _keyed(vals: Mapping[str, float]) -> dict[str, float]:
-    back = {v: k for k, v in METRICS.items()}
-    return {back[k]: v for k, v in vals.items() if k in back and math.isfinite(v)}
+    return {_KEY_OF[k]: v for k, v in vals.items() if k in _KEY_OF and math.isfinite(v)}
 
 
 def read_model_priors(model: str | os.PathLike[str], counts: str | os.PathLike[str]) -> ModelPriors:

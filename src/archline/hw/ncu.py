@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import math
 import os
 import shutil
@@ -216,6 +217,12 @@ def _number(text: str, unit: str, where: str) -> float:
     return v
 
 
+def _csv_rows(text: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of each CSV line of ncu's output: those start with a quote; ncu's own messages
+    (``==PROF== …``) do not. Line numbers are the text's."""
+    return [(n, next(csv.reader([ln]))) for n, ln in enumerate(text.splitlines(), start=1) if ln.startswith('"')]
+
+
 def parse_raw_csv(
     text: str, source: str = "ncu raw CSV", metrics: Iterable[str] = METRICS.values()
 ) -> list[tuple[str, dict[str, float]]]:
@@ -226,8 +233,7 @@ def parse_raw_csv(
     (Kbyte, usecond, …). Raises :class:`InputError` naming the line for a malformed file.
     """
     wanted = set(metrics)
-    # CSV lines start with a quote; ncu's own messages (==PROF== …) do not. Line numbers are the text's.
-    rows = [(n, next(csv.reader([ln]))) for n, ln in enumerate(text.splitlines(), start=1) if ln.startswith('"')]
+    rows = _csv_rows(text)
     if not rows:
         raise InputError(f"{source}: no CSV rows (did ncu profile any kernel?)")
     head_line, head = rows[0]
@@ -440,10 +446,8 @@ _KEEP_COLUMNS = ("ID", "Process ID", "Kernel Name", "Context", "Stream", "Block 
 
 def slim_raw_csv(text: str, metrics: Iterable[str]) -> str:
     """ncu's raw CSV with only its launch columns and ``metrics`` (its units row kept), ncu's own messages dropped."""
-    import io
-
     wanted = set(metrics) | set(_KEEP_COLUMNS)
-    rows = [next(csv.reader([ln])) for ln in text.splitlines() if ln.startswith('"')]
+    rows = [r for _, r in _csv_rows(text)]
     if not rows:
         raise InputError("ncu raw CSV: no CSV rows (did ncu profile any kernel?)")
     cols = [i for i, h in enumerate(rows[0]) if h in wanted]

@@ -179,15 +179,10 @@ def prior_arrays(
     shifted = {j for j, _, _ in timed} if math.isfinite(common) else set()
     for j, pr, mean_dur, ln_ratio in got:
         t_rel = abs(ln_ratio - (common if j in shifted else 0.0)) if math.isfinite(ln_ratio) else 0.0
-        if math.isfinite(pr.constant_w):
-            # a model prior: its power follows the call's time here as the model says (constant power + dynamic
-            # energy over that time), and still widens by the times' ratio: the launches counted may not be the
-            # program's mix of them (a partial count, a count per configuration)
-            pm[j] = pr.power_at(mean_dur)
-            psd[j] = math.hypot(pr.sd_j / pr.energy_per_call_j, t_rel) * pm[j]
-        else:
-            pm[j] = pr.energy_per_call_j / mean_dur
-            psd[j] = math.hypot(pr.sd_j, t_rel * pr.energy_per_call_j) / mean_dur
+        # a model prior's power follows the call's time here as the model says (KernelPrior.power_at); every prior,
+        # a model's too, widens by the times' ratio (the launches counted may not be the program's mix of them)
+        pm[j] = pr.power_at(mean_dur)
+        psd[j] = math.hypot(pr.sd_j / pr.energy_per_call_j, t_rel) * pm[j]
         src[j] = pr.source
         parts[j] = (pr.sd_j / pr.energy_per_call_j, t_rel)
     out = np.zeros(active.size, bool)
