@@ -10,7 +10,8 @@ resolve, NOISE, not a pass). Each figure is the change of a median time against 
 without recording, over ``--reps`` alternating repetitions, with the spread of the blocks.
 ``auto`` is archline run's default (``--trace-duty auto``), judged on the block the program
 times (its own step time); workloads ``resnet`` (CNN training), ``torch`` (transformer
-training) and ``decode`` (GPT-2 greedy decoding with a KV cache, launch-bound) are the issue's three.
+training; ``torch128`` the attribution's transformer step at batch 128, GPU-bound) and ``decode`` (GPT-2 greedy
+decoding with a KV cache, launch-bound) are the issue's three.
 Workloads: a cuBLAS GEMM loop (few,
 long kernels), a loop of 40 000 elementwise ~10 µs kernels (CUPTI's worst case), if torch
 is installed a small transformer's training steps, and a launch-bound loop of 20 000 ~5 µs
@@ -167,6 +168,23 @@ def resnet_workload() -> Workload | None:
     return "ResNet-50 training (torchvision, bf16 autocast, batch 64), 4 steps", run
 
 
+def torch128_workload() -> Workload | None:
+    """The transformer step the attribution runs (benchmarks/workloads/transformer_step.py) at batch 128: GPU-bound."""
+    try:
+        import torch
+        from workloads.transformer_step import make_step  # benchmarks/, this script's folder
+    except ImportError:
+        return None
+    step = make_step(batch=128)
+
+    def run() -> None:
+        for _ in range(10):
+            step()
+        torch.cuda.synchronize()
+
+    return "transformer training (4 layers, d = 512, bf16 autocast, batch 128 × 512 tokens, SGD), 10 steps", run
+
+
 def decode_workload() -> Workload | None:
     """Greedy decoding with a KV cache: GPT-2 (124 M, random weights from its config), fp16, batch 1."""
     try:
@@ -191,6 +209,7 @@ WORKLOADS: dict[str, Callable[[], Workload | None]] = {
     "torch": torch_workload,
     "launch": launch_bound_workload,
     "resnet": resnet_workload,
+    "torch128": torch128_workload,
     "decode": decode_workload,
 }
 

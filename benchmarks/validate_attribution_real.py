@@ -350,7 +350,9 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
            "--trace-duty", a.trace_duty, "--",
            sys.executable, str(HERE), "--loop", name, "--seconds", str(a.seconds),
            "--transformer-batch", str(a.transformer_batch)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240, check=False)
+    # a longer loop (--seconds) has more records to read and attribute after it: the limit grows with it
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max(240.0, 120.0 + 3.0 * a.seconds),
+                          check=False)  # fmt: skip
     print(proc.stdout[-6000:], proc.stderr[-3000:], sep="\n", flush=True)
     att_path = run_dir / "attribution.json"
     if proc.returncode != 0:  # the traced program failed: its rows are no test of the attribution

@@ -142,13 +142,17 @@ done
 
 # What comes back: one archive of the run directories and one of the logs (the device tool returns
 # at most 8 files, each at most 16 MB): files over ${MAX_FILE_MB:-4} MB are listed, not kept, except raw CUPTI
-# traces (*.bin), which come back beside the archives gzipped (large-<path>.gz, ≤ 15 MB each, at most
-# ${MAX_LARGE:-3}), so that an attribution can be redone on a CPU: gunzip one into its run directory's raw/cupti/.
+# traces (*.bin), which come back beside the archives xz-packed (large-<path>.xz, ≤ 15 MB each, at most
+# ${MAX_LARGE:-3}; .gz before session 26), so that an attribution can be redone on a CPU: unpack one into its run
+# directory's raw/cupti/.
 n_large=0
 find "$OUT/results" -type f -name '*.bin' -size +"${MAX_FILE_MB:-4}"M 2>/dev/null | sort | while read -r f; do
   [ "$n_large" -ge "${MAX_LARGE:-3}" ] && break
-  rel=${f#"$OUT/results/"}; g="$OUT/large-$(echo "$rel" | tr '/' '+').gz"
-  gzip -1 -c "$f" >"$g" && if [ "$(stat -c %s "$g")" -le 15000000 ]; then
+  rel=${f#"$OUT/results/"}; g="$OUT/large-$(echo "$rel" | tr '/' '+').xz"
+  # xz (Python's lzma, always there): a CUPTI trace in half the bytes of gzip -1 (used before session 26)
+  python3 -c 'import lzma, shutil, sys
+with open(sys.argv[1], "rb") as i, lzma.open(sys.argv[2], "wb", preset=6) as o: shutil.copyfileobj(i, o)' \
+    "$f" "$g" && if [ "$(stat -c %s "$g")" -le 15000000 ]; then
     echo "$rel -> $(basename "$g")" >>"$OUT/logs/large-files.txt"; rm -f "$f"; n_large=$((n_large + 1))
   else rm -f "$g"; fi
 done

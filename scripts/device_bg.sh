@@ -34,7 +34,7 @@ if [ -f "$work/rc" ]; then
     for f in "$d"*.tar.gz; do [ -f "$f" ] && cp "$f" "$OUT/$(basename "$d")-$(basename "$f")"; done
   done
   # the device tool brings back no file whose name has a '+': the large files come back with '_' instead
-  for f in "$work"/out/large-*.gz "$work"/out/all*/large-*.gz; do
+  for f in "$work"/out/large-*.[gx]z "$work"/out/all*/large-*.[gx]z; do
     [ -f "$f" ] && cp "$f" "$OUT/$(basename "$f" | tr '+' '_')"
   done
   ls -la "$OUT"

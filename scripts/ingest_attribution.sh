@@ -2,12 +2,12 @@
 # Bring an attribution step's archives (scripts/device.sh attribution, as the device tool returns them) into the
 # shipped results: the run set under results/<gpu>/<SET>/<NAME>-GPU-<uuid8>/ (nvidia-smi.csv beside it, HTML reports
 # left out as .gitignore wants), the log under results/<gpu>/bench/attribution-real/<SET>-<NAME>-GPU-<uuid8>.log, and
-# each raw CUPTI trace (large-…bin.gz) as .bin.xz in its run directory's raw/cupti/ (kept in the history only:
+# each raw CUPTI trace (large-…bin.xz, .gz before session 26) as .bin.xz in its run directory's raw/cupti/ (kept in the history only:
 # commit it apart, then scripts/restore_traces.sh learns the commit, as docs/results.md says).
 #
 #   scripts/ingest_attribution.sh FILES_AT SET NAME [ARCHIVE]   e.g. /work/.device/5 attribution-s21 heldout-time-rule
 #
-# FILES_AT: the folder the device tool put the files in (results-<gpu>-attribution.tar.gz, logs-…tar.gz, large-*.gz).
+# FILES_AT: the folder the device tool put the files in (results-<gpu>-attribution.tar.gz, logs-…tar.gz, large-*.xz).
 # ARCHIVE: which archives, where the folder holds several (all, all2, … as device_bg.sh names them, '.' for those a
 # plan's first step wrote unprefixed; required then).
 # The board is the one the run set's manifests name (on a host of several GPUs nvidia-smi.csv lists them all). The
@@ -64,7 +64,10 @@ while IFS= read -r line; do
   [ -f "$f" ] || { echo "ingest: the archive's trace $big was not brought back into $src" >&2; exit 2; }
   run=${rel#"$gpu"/run/}; run=${run%%/raw/cupti/*}
   [ -d "$dest/$run" ] || { echo "ingest: $big names no run directory of $dest ($run)" >&2; exit 2; }
-  mkdir -p "$dest/$run/raw/cupti" && gunzip -c "$f" | xz -9 >"$dest/$run/raw/cupti/$(basename "$rel").xz"
+  case "$f" in  # device.sh packs them with xz since session 26 (gzip before)
+    *.xz) mkdir -p "$dest/$run/raw/cupti" && cp "$f" "$dest/$run/raw/cupti/$(basename "$rel").xz" ;;
+    *) mkdir -p "$dest/$run/raw/cupti" && gunzip -c "$f" | xz -9 >"$dest/$run/raw/cupti/$(basename "$rel").xz" ;;
+  esac
   n=$((n + 1))
 done < <(cat "$tmp/logs/large-files.txt" 2>/dev/null || true)
 echo "$dest: $(find "$dest" -type f | wc -l) files, $n raw trace(s); log $out/$gpu/bench/attribution-real/$set_name-$name-$uuid.log"

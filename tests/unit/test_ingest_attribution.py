@@ -71,15 +71,16 @@ def test_the_archives_land_as_a_shipped_run_set(tmp_path: Path) -> None:
 
 
 def _second_gpu(where: Path, run: str, trace: str, manifests: dict[str, bytes]) -> None:
-    """GPU 1's archives beside GPU 0's (device_bg.sh's all2-*): its run, its trace, nvidia-smi.csv listing both."""
+    """GPU 1's archives beside GPU 0's (device_bg.sh's all2-*): its run, its trace, nvidia-smi.csv listing both. Its
+    trace comes back xz-packed, as device.sh packs them since session 26 (GPU 0's gzipped, as before)."""
     smi2 = SMI + "1, NVIDIA H100 80GB HBM3, GPU-54411693-2701-6d75-891f-c5b37c807428, 580.159.04, 700.00 W\n"
-    big = f"large-h100+run+{run}+raw+cupti+{trace}.bin.gz"
+    big = f"large-h100+run+{run}+raw+cupti+{trace}.bin.xz"
     _tar(where / "all2-results-h100-attribution.tar.gz", {"./h100/run/summary.json": b"{}", **manifests})
     _tar(where / "all2-logs-h100-attribution.tar.gz", {
         "logs/nvidia-smi.csv": smi2.encode(), "logs/attribution.log": b"two\n",
         "logs/large-files.txt": f"h100/run/{run}/raw/cupti/{trace}.bin -> {big}\n".encode(),
     })  # fmt: skip
-    (where / big.replace("+", "_")).write_bytes(gzip.compress(b"SECOND"))
+    (where / big.replace("+", "_")).write_bytes(lzma.compress(b"SECOND"))
 
 
 def _ingest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
