@@ -66,14 +66,14 @@ def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
     return len(records)
 
 
-def _reanalyze_cut(d: Path, opts: Any, cut_s: float) -> Any:
-    """``reanalyze`` with the program's span ending ``cut_s`` earlier: the kernels that start after the new end and
-    the readings taken after it are dropped, as if the program had stopped there."""
+def cut_inputs(d: Path, cut_s: float) -> tuple[Any, list[Any], tuple[float, float], list[tuple[float, float]] | None]:
+    """A run's recording, activities, program span and traced intervals with the program's span ending ``cut_s``
+    earlier: the kernels that start after the new end and the readings taken after it dropped, as if the program had
+    stopped there (``cut_s`` 0: as recorded)."""
     import numpy as np
 
     from archline.core.readings import Readings
     from archline.core.recording import Recording
-    from archline.measurement.attribute.attribution import attribute_energy
     from archline.measurement.attribute.io import load_raw
 
     raw = load_raw(d)
@@ -92,9 +92,18 @@ def _reanalyze_cut(d: Path, opts: Any, cut_s: float) -> Any:
                     dict(raw.recording.meta))  # fmt: skip
     iv = raw.info.get("traced_intervals")
     traced = [(float(x), min(float(y), new_end)) for x, y in iv if float(x) < new_end] if isinstance(iv, list) else None
-    print(f"cut: the program's span {end - start:.1f} s -> {new_end - start:.1f} s, {len(acts)} of "
-          f"{len(raw.activities)} records kept", flush=True)  # fmt: skip
-    return attribute_energy(rec, acts, program_span=(start, new_end), options=opts, traced=traced)
+    if cut_s > 0:
+        print(f"cut: the program's span {end - start:.1f} s -> {new_end - start:.1f} s, {len(acts)} of "
+              f"{len(raw.activities)} records kept", flush=True)  # fmt: skip
+    return rec, acts, (start, new_end), traced
+
+
+def _reanalyze_cut(d: Path, opts: Any, cut_s: float) -> Any:
+    """``reanalyze`` with the program's span ending ``cut_s`` earlier (:func:`cut_inputs`)."""
+    from archline.measurement.attribute.attribution import attribute_energy
+
+    rec, acts, span, traced = cut_inputs(d, cut_s)
+    return attribute_energy(rec, acts, program_span=span, options=opts, traced=traced)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,123 @@
+"""The power buffer's fit on one attribution run: what its residuals look like, and how they move with the sensor model.
+
+    python benchmarks/buffer_residuals.py RUN_DIR [--cupti FILE.bin[.gz|.xz]] [--cut-s S] [--scan]
+
+Post hoc diagnosis (session 26), no GPU needed. It builds the fit ``archline run`` makes on the power buffer's
+readings (each reading's response to each kernel name's busy time through the buffer's sensor model, taken as
+``benchmarks/redo_attribution.py`` takes it) and fits it by plain least squares, with no priors, so that what is left
+is what per-name constant powers cannot explain. Prints the fit's rms residual, the residuals' autocorrelation at
+lags of 1, 2, 3, 5, 10, 25, 50 and 100 readings, and the spread of their means over blocks of 50 readings (1 s)
+against what independent readings would give. A steady loop whose power profile per step the model reproduces leaves
+residuals near white; a profile it misses leaves them periodic with the step. ``--scan``: the rms over a grid of the
+model's delay (−2 … +10 ms) and lag (2, 7, the model's own, 25, 40 ms), whether another sensor model fits better.
+``--cut-s``: the program's last S seconds dropped first (as ``redo_attribution.py --cut-s``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+HERE = Path(__file__).resolve().parent
+LAGS = (1, 2, 3, 5, 10, 25, 50, 100)
+BLOCK = 50
+F64 = NDArray[np.float64]
+
+
+def ols_residuals(x: F64, y: F64) -> F64:
+    """Least-squares residuals of ``y`` on the columns of ``x`` that hold any response."""
+    active = np.nonzero(np.abs(x).sum(axis=0) > 0)[0]
+    xa = x[:, active]
+    beta, *_ = np.linalg.lstsq(xa, y, rcond=None)
+    return np.asarray(y - xa @ beta, np.float64)
+
+
+def residual_structure(r: F64, lags: Sequence[int] = LAGS, block: int = BLOCK) -> dict[str, Any]:
+    """The residuals' rms, autocorrelation at ``lags`` (readings) and the sd of block means against independent."""
+    r = np.asarray(r, np.float64)
+    c = r - r.mean()
+    den = float(np.dot(c, c))
+    ac = {k: (float(np.dot(c[:-k], c[k:]) / den) if 0 < k < c.size and den > 0 else float("nan")) for k in lags}
+    nb = c.size // block
+    means = c[: nb * block].reshape(nb, block).mean(axis=1) if nb >= 2 else np.zeros(0)
+    return {
+        "n": int(r.size),
+        "rms_w": float(np.sqrt(np.mean(r**2))) if r.size else float("nan"),
+        "autocorr": ac,
+        "block_sd_w": float(means.std()) if means.size else float("nan"),
+        "block_sd_independent_w": float(c.std() / np.sqrt(block)) if r.size else float("nan"),
+    }
+
+
+def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any]:
+    """The run's design, span and buffer model, as ``archline run`` built them (the buffer's readings included)."""
+    sys.path.insert(0, str(HERE))
+    from redo_attribution import _restore_activities, cut_inputs
+
+    from archline.measurement.attribute import attribution as att
+    from archline.measurement.attribute.io import ACTIVITIES_FILE
+    from archline.measurement.choose import GpuIdentity, choose_model
+
+    manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    gpu = manifest.get("gpu") or {}
+    if not any((d / (ACTIVITIES_FILE + z)).is_file() for z in ("", ".gz", ".xz")):
+        if not cupti:
+            raise SystemExit(f"{d}: no raw/activities.csv; give the raw CUPTI trace with --cupti")
+        _restore_activities(d, cupti, str(gpu.get("uuid") or ""))
+    static = {"uuid": gpu.get("uuid"), "driver_version": gpu.get("driver_version"), "name": gpu.get("name")}
+    model = choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static)).model
+    rec, acts, span, traced = cut_inputs(d, cut_s)
+    opts = att.AttributionOptions(buffer_model=model)
+    s, design, _buf, _long = att._span(rec, acts, span, traced, opts, [])
+    if s.integral is None:
+        raise SystemExit(f"{d}: the run recorded no power buffer")
+    return design, s, model
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("--cupti", type=Path, nargs="*", default=[], help="raw CUPTI trace(s), .bin, .bin.gz or .bin.xz")
+    ap.add_argument("--cut-s", type=float, default=0.0, help="drop the program's last CUT_S seconds first")
+    ap.add_argument("--scan", action="store_true", help="the rms over a grid of the model's delay and lag")
+    a = ap.parse_args(argv)
+    if not (a.run_dir / "manifest.json").is_file():
+        print(f"{a.run_dir / 'manifest.json'}: no such file (not a run directory)", file=sys.stderr)
+        return 2
+    from archline.measurement.attribute.buffer_fit import buffer_design
+
+    try:
+        design, s, model = _load(a.run_dir, list(a.cupti), a.cut_s)
+    except SystemExit as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"buffer model: delay {model.delay_s * 1e3:.1f} ms, lag {model.lag_s * 1e3:.1f} ms, "
+          f"period {model.period_s * 1e3:.1f} ms")  # fmt: skip
+    x, y = buffer_design(design, s.integral, s.scale, s.kept, model=model)
+    st = residual_structure(ols_residuals(x, y))
+    ac = ", ".join(f"{k}: {v:+.3f}" for k, v in st["autocorr"].items())
+    print(f"fit without priors on {st['n']} buffer readings: rms residual {st['rms_w']:.2f} W")
+    print(f"  autocorrelation by lag (readings) {ac}")
+    print(f"  1 s block means: sd {st['block_sd_w']:.2f} W, {st['block_sd_independent_w']:.2f} W if independent")
+    if a.scan:
+        for lag in (0.002, 0.007, model.lag_s, 0.025, 0.040):
+            cells = []
+            for delay in np.arange(-0.002, 0.0101, 0.003):
+                m = replace(model, delay_s=float(delay), lag_s=float(lag))
+                xs, ys = buffer_design(design, s.integral, s.scale, s.kept, model=m)
+                rms = float(np.sqrt(np.mean(ols_residuals(xs, ys) ** 2)))
+                cells.append(f"{delay * 1e3:+.0f} ms {rms:.2f} W")
+            print(f"  lag {lag * 1e3:4.1f} ms, by delay: " + "; ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
