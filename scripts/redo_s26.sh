@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Post hoc (session 26), on a CPU: plan_s26a's 120 s transformer run redone from its raw trace at the frozen 12 s cut
+# Post hoc (session 26), on a CPU: session 22's batch-128 run on GPU-e7ad0b8d cut shorter (what suggested plan_s26a), then
+# plan_s26a's 120 s transformer run redone from its raw trace at the frozen 12 s cut
 # (its board's own reference at the earlier length) and at two more lengths, then the power buffer's residuals
 # (benchmarks/buffer_residuals.py) on it and on session 22's two batch-128 runs. Needs the traces
 # (scripts/restore_traces.sh). Prints docs/data/redo_s26.txt.
@@ -9,6 +10,14 @@ cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+s22=results/h100/attribution-s22/batch128-GPU-e7ad0b8d
+cp -r "$s22" "$tmp/s22"
+for cut in 0 3 6 9; do  # what suggested the plan: session 22's 12 s of training, cut shorter
+  echo "=== $s22, the program's last $cut s dropped (benchmarks/redo_attribution.py --cut-s $cut)"
+  args=(); [ "$cut" = 0 ] && args=(--cupti "$tmp"/s22/transformer-run/raw/cupti/*.bin.xz)
+  "$py" benchmarks/redo_attribution.py "$tmp/s22/transformer-run" "${args[@]}" --prior-replay "$tmp/s22/transformer-replay" \
+    --cut-s "$cut" 2>&1 | grep -E '^cut:|^== |identifiable:'
+done
 s26=results/h100/attribution-s26/long120-GPU-21b1215f
 cp -r "$s26" "$tmp/s26"
 trace=$(ls "$tmp"/s26/transformer-run/raw/cupti/*.bin.xz)
