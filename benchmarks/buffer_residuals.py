@@ -6,10 +6,12 @@ Post hoc diagnosis (session 26), no GPU needed. It builds the fit ``archline run
 readings (each reading's response to each kernel name's busy time through the buffer's sensor model, taken as
 ``benchmarks/redo_attribution.py`` takes it) and fits it by plain least squares, with no priors, so that what is left
 is what per-name constant powers cannot explain. Prints the fit's rms residual, the residuals' autocorrelation at
-lags of 1, 2, 3, 5, 10, 25, 50 and 100 readings, and the spread of their means over blocks of 50 readings (1 s)
-against what independent readings would give. A steady loop whose power profile per step the model reproduces leaves
-residuals near white; a profile it misses leaves them periodic with the step. ``--scan``: the rms over a grid of the
-model's delay (−2 … +10 ms) and lag (2, 7, the model's own, 25, 40 ms), whether another sensor model fits better.
+lags of 1, 2, 3, 5, 10, 25, 50 and 100 readings, the spread of their means over blocks of 50 readings (1 s)
+against what independent readings would give, and the long-run variance ratio by which the priors' calibration
+inflates a window's noise (``prior_fit.window_noise_var``). A steady loop whose power profile per step the model
+reproduces leaves residuals near white; a profile it misses leaves them periodic with the step. ``--scan``: the rms
+over a grid of the model's delay (−2 … +10 ms) and lag (2, 7, the model's own, 25, 40 ms), whether another sensor
+model fits better.
 ``--cut-s``: the program's last S seconds dropped first (as ``redo_attribution.py --cut-s``).
 """
 
@@ -93,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{a.run_dir / 'manifest.json'}: no such file (not a run directory)", file=sys.stderr)
         return 2
     from archline.measurement.attribute.buffer_fit import buffer_design
+    from archline.measurement.attribute.prior_fit import _long_run_ratio
 
     try:
         design, s, model = _load(a.run_dir, list(a.cupti), a.cut_s)
@@ -102,11 +105,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"buffer model: delay {model.delay_s * 1e3:.1f} ms, lag {model.lag_s * 1e3:.1f} ms, "
           f"period {model.period_s * 1e3:.1f} ms")  # fmt: skip
     x, y = buffer_design(design, s.integral, s.scale, s.kept, model=model)
-    st = residual_structure(ols_residuals(x, y))
+    res = ols_residuals(x, y)
+    st = residual_structure(res)
     ac = ", ".join(f"{k}: {v:+.3f}" for k, v in st["autocorr"].items())
     print(f"fit without priors on {st['n']} buffer readings: rms residual {st['rms_w']:.2f} W")
     print(f"  autocorrelation by lag (readings) {ac}")
     print(f"  1 s block means: sd {st['block_sd_w']:.2f} W, {st['block_sd_independent_w']:.2f} W if independent")
+    # what the priors' calibration multiplies a window's noise variance by (prior_fit.window_noise_var)
+    print(f"  long-run variance ratio (Bartlett, as the priors' calibration inflates σ²): {_long_run_ratio(res):.3f}")
     if a.scan:
         for lag in (0.002, 0.007, model.lag_s, 0.025, 0.040):
             cells = []

@@ -55,6 +55,7 @@ def test_a_shipped_runs_buffer_fit_is_diagnosed(br: ModuleType, capsys: pytest.C
     assert br.main([str(RUN)]) == 0
     out = capsys.readouterr().out
     assert "buffer model: delay" in out and "fit without priors on" in out and "autocorrelation by lag" in out
+    assert "long-run variance ratio" in out
 
 
 def test_bad_input_is_one_line_and_exit_2(br: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
