@@ -7,7 +7,8 @@ readings (each reading's response to each kernel name's busy time through the bu
 ``benchmarks/redo_attribution.py`` takes it) and fits it by plain least squares, with no priors, so that what is left
 is what per-name constant powers cannot explain. Prints the fit's rms residual, the residuals' autocorrelation at
 lags of 1, 2, 3, 5, 10, 25, 50 and 100 readings, the spread of their means over blocks of 50 readings (1 s)
-against what independent readings would give, and the long-run variance ratio by which the priors' calibration
+against what independent readings would give, their largest periodogram peak above 2 Hz (readings taken as evenly
+spaced by the buffer's period), and the long-run variance ratio by which the priors' calibration
 inflates a window's noise (``prior_fit.window_noise_var``). A steady loop whose power profile per step the model
 reproduces leaves residuals near white; a profile it misses leaves them periodic with the step. ``--scan``: the rms
 over a grid of the model's delay (−2 … +10 ms) and lag (2, 7, the model's own, 25, 40 ms), whether another sensor
@@ -57,6 +58,22 @@ def residual_structure(r: F64, lags: Sequence[int] = LAGS, block: int = BLOCK) -
         "block_sd_w": float(means.std()) if means.size else float("nan"),
         "block_sd_independent_w": float(c.std() / np.sqrt(block)) if r.size else float("nan"),
     }
+
+
+def spectral_peak(r: F64, period_s: float, min_hz: float = 2.0) -> tuple[float, float]:
+    """The frequency (Hz) of the residuals' largest periodogram peak above ``min_hz`` and the share of their variance
+    above ``min_hz`` within ±0.5 Hz of it (readings taken as evenly spaced ``period_s`` apart)."""
+    c = np.asarray(r, np.float64) - float(np.mean(r))
+    if c.size < 16 or not period_s > 0:
+        return float("nan"), float("nan")
+    power = np.abs(np.fft.rfft(c)) ** 2
+    freq = np.fft.rfftfreq(c.size, d=period_s)
+    above = freq >= min_hz
+    if not above.any() or power[above].sum() <= 0:
+        return float("nan"), float("nan")
+    peak = float(freq[above][int(np.argmax(power[above]))])
+    near = above & (np.abs(freq - peak) <= 0.5)
+    return peak, float(power[near].sum() / power[above].sum())
 
 
 def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any]:
@@ -111,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"fit without priors on {st['n']} buffer readings: rms residual {st['rms_w']:.2f} W")
     print(f"  autocorrelation by lag (readings) {ac}")
     print(f"  1 s block means: sd {st['block_sd_w']:.2f} W, {st['block_sd_independent_w']:.2f} W if independent")
+    hz, share = spectral_peak(res, model.period_s)
+    print(f"  residuals' largest peak above 2 Hz: {hz:.2f} Hz ({1e3 / hz:.1f} ms), {100 * share:.0f} % of their "
+          "variance above 2 Hz within ±0.5 Hz of it")  # fmt: skip
     # what the priors' calibration multiplies a window's noise variance by (prior_fit.window_noise_var)
     print(f"  long-run variance ratio (Bartlett, as the priors' calibration inflates σ²): {_long_run_ratio(res):.3f}")
     if a.scan:

@@ -42,6 +42,16 @@ def test_white_periodic_and_drifting_residuals_are_told_apart(br: ModuleType) ->
     assert d["block_sd_w"] > 2.5 * d["block_sd_independent_w"] and d["autocorr"][10] > 0.3
 
 
+def test_the_periodogram_finds_a_misfit_that_comes_back_every_other_reading(br: ModuleType) -> None:
+    rng = np.random.default_rng(3)
+    t = np.arange(4000) * 0.02
+    r = rng.normal(0.0, 5.0, t.size) + 20.0 * np.sin(2 * np.pi * 24.0 * t)  # 24 Hz read every 20 ms
+    hz, share = br.spectral_peak(r, 0.02)
+    assert hz == pytest.approx(24.0, abs=0.05) and share > 0.8
+    hz_w, share_w = br.spectral_peak(rng.normal(0.0, 5.0, t.size), 0.02)
+    assert 2.0 <= hz_w <= 25.0 and share_w < 0.1
+
+
 def test_least_squares_residuals_ignore_silent_columns(br: ModuleType) -> None:
     rng = np.random.default_rng(1)
     x = np.column_stack([rng.random(200), np.zeros(200), rng.random(200)])
@@ -55,7 +65,7 @@ def test_a_shipped_runs_buffer_fit_is_diagnosed(br: ModuleType, capsys: pytest.C
     assert br.main([str(RUN)]) == 0
     out = capsys.readouterr().out
     assert "buffer model: delay" in out and "fit without priors on" in out and "autocorrelation by lag" in out
-    assert "long-run variance ratio" in out
+    assert "long-run variance ratio" in out and "largest peak above 2 Hz" in out
 
 
 def test_bad_input_is_one_line_and_exit_2(br: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
