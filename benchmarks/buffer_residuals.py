@@ -8,7 +8,8 @@ readings (each reading's response to each kernel name's busy time through the bu
 is what per-name constant powers cannot explain. Prints the fit's rms residual, the residuals' autocorrelation at
 lags of 1, 2, 3, 5, 10, 25, 50 and 100 readings, the spread of their means over blocks of 50 readings (1 s)
 against what independent readings would give, their largest periodogram peak above 2 Hz (readings taken as evenly
-spaced by the buffer's period), and the long-run variance ratio by which the priors' calibration
+spaced by the buffer's period) beside where the step shows (its rarest kernel's calls' median interval, aliased by
+the readings), and the long-run variance ratio by which the priors' calibration
 inflates a window's noise (``prior_fit.window_noise_var``). A steady loop whose power profile per step the model
 reproduces leaves residuals near white; a profile it misses leaves them periodic with the step. ``--scan``: the rms
 over a grid of the model's delay (−2 … +10 ms) and lag (2, 7, the model's own, 25, 40 ms), whether another sensor
@@ -76,7 +77,26 @@ def spectral_peak(r: F64, period_s: float, min_hz: float = 2.0) -> tuple[float, 
     return peak, float(power[near].sum() / power[above].sum())
 
 
-def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any]:
+def step_period(names: Sequence[str], starts: Sequence[float], span_s: float) -> tuple[str, float] | None:
+    """A steady loop's step (s): the median interval between the calls of its rarest kernel name that still runs at
+    least once a second (once a step, in a training loop), with that name; None without one."""
+    by: dict[str, list[float]] = {}
+    for n, t in zip(names, starts, strict=True):
+        by.setdefault(n, []).append(t)
+    often = [(len(v), n) for n, v in by.items() if len(v) >= max(span_s, 3.0)]
+    if not often:
+        return None
+    _, name = min(often)
+    return name, float(np.median(np.diff(np.sort(np.asarray(by[name], np.float64)))))
+
+
+def alias_hz(f_hz: float, period_s: float) -> float:
+    """Where a frequency ``f_hz`` shows in readings taken every ``period_s`` (folded into 0 … the Nyquist)."""
+    fs = 1.0 / period_s
+    return float(abs(f_hz - fs * round(f_hz / fs)))
+
+
+def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any, tuple[str, float] | None]:
     """The run's design, span and buffer model, as ``archline run`` built them (the buffer's readings included)."""
     sys.path.insert(0, str(HERE))
     from redo_attribution import _restore_activities, cut_inputs
@@ -98,7 +118,9 @@ def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any]:
     s, design, _buf, _long = att._span(rec, acts, span, traced, opts, [])
     if s.integral is None:
         raise SystemExit(f"{d}: the run recorded no power buffer")
-    return design, s, model
+    kernels = [r for r in acts if r.kind == "kernel"]
+    step = step_period([r.name for r in kernels], [r.start_s for r in kernels], span[1] - span[0])
+    return design, s, model, step
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -115,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from archline.measurement.attribute.prior_fit import _long_run_ratio
 
     try:
-        design, s, model = _load(a.run_dir, list(a.cupti), a.cut_s)
+        design, s, model, step = _load(a.run_dir, list(a.cupti), a.cut_s)
     except SystemExit as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -131,6 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     hz, share = spectral_peak(res, model.period_s)
     print(f"  residuals' largest peak above 2 Hz: {hz:.2f} Hz ({1e3 / hz:.1f} ms), {100 * share:.0f} % of their "
           "variance above 2 Hz within ±0.5 Hz of it")  # fmt: skip
+    if step is not None:
+        name, t_step = step
+        seen = alias_hz(1.0 / t_step, model.period_s)
+        print(f"  the step: {1e3 * t_step:.2f} ms (the median interval of {name[:60]}'s calls), seen at "
+              f"{seen:.2f} Hz in readings every {1e3 * model.period_s:.2f} ms")  # fmt: skip
     # what the priors' calibration multiplies a window's noise variance by (prior_fit.window_noise_var)
     print(f"  long-run variance ratio (Bartlett, as the priors' calibration inflates σ²): {_long_run_ratio(res):.3f}")
     if a.scan:

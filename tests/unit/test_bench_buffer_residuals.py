@@ -52,6 +52,15 @@ def test_the_periodogram_finds_a_misfit_that_comes_back_every_other_reading(br: 
     assert 2.0 <= hz_w <= 25.0 and share_w < 0.1
 
 
+def test_the_step_is_its_rarest_kernels_interval_and_shows_aliased(br: ModuleType) -> None:
+    names = ["gemm"] * 40 + ["opt"] * 10 + ["rare"] * 2
+    starts = [0.035 * (i // 4) for i in range(40)] + [0.035 * i + 0.01 for i in range(10)] + [0.0, 0.2]
+    assert br.step_period(names, starts, 0.35) == ("opt", pytest.approx(0.035))
+    assert br.step_period(["a"], [0.0], 10.0) is None
+    assert br.alias_hz(1 / 0.035, 0.020) == pytest.approx(50.0 - 1 / 0.035)  # 28.6 Hz read at 50 Hz
+    assert br.alias_hz(10.0, 0.020) == pytest.approx(10.0) and br.alias_hz(60.0, 0.020) == pytest.approx(10.0)
+
+
 def test_least_squares_residuals_ignore_silent_columns(br: ModuleType) -> None:
     rng = np.random.default_rng(1)
     x = np.column_stack([rng.random(200), np.zeros(200), rng.random(200)])
@@ -65,7 +74,7 @@ def test_a_shipped_runs_buffer_fit_is_diagnosed(br: ModuleType, capsys: pytest.C
     assert br.main([str(RUN)]) == 0
     out = capsys.readouterr().out
     assert "buffer model: delay" in out and "fit without priors on" in out and "autocorrelation by lag" in out
-    assert "long-run variance ratio" in out and "largest peak above 2 Hz" in out
+    assert "long-run variance ratio" in out and "largest peak above 2 Hz" in out and "the step: " in out
 
 
 def test_bad_input_is_one_line_and_exit_2(br: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
