@@ -20,7 +20,6 @@ model fits better.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -97,22 +96,19 @@ def alias_hz(f_hz: float, period_s: float) -> float:
 
 
 def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any, tuple[str, float] | None]:
-    """The run's design, span and buffer model, as ``archline run`` built them (the buffer's readings included)."""
+    """The run's design, span and buffer model, as ``archline run`` built them (the buffer's readings included), and
+    its step; bad input is a one-line ``SystemExit``."""
     sys.path.insert(0, str(HERE))
-    from redo_attribution import _restore_activities, cut_inputs
+    from redo_attribution import buffer_model_choice, cut_inputs, open_run
 
+    from archline.errors import ArchlineError
     from archline.measurement.attribute import attribution as att
-    from archline.measurement.attribute.io import ACTIVITIES_FILE
-    from archline.measurement.choose import GpuIdentity, choose_model
 
-    manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-    gpu = manifest.get("gpu") or {}
-    if not any((d / (ACTIVITIES_FILE + z)).is_file() for z in ("", ".gz", ".xz")):
-        if not cupti:
-            raise SystemExit(f"{d}: no raw/activities.csv; give the raw CUPTI trace with --cupti")
-        _restore_activities(d, cupti, str(gpu.get("uuid") or ""))
-    static = {"uuid": gpu.get("uuid"), "driver_version": gpu.get("driver_version"), "name": gpu.get("name")}
-    model = choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static)).model
+    manifest = open_run(d, cupti)
+    try:
+        model = buffer_model_choice(manifest).model
+    except ArchlineError as exc:
+        raise SystemExit(f"{d}: no sensor model for the power buffer ({exc})") from None
     rec, acts, span, traced = cut_inputs(d, cut_s)
     opts = att.AttributionOptions(buffer_model=model)
     s, design, _buf, _long = att._span(rec, acts, span, traced, opts, [])

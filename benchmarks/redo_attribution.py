@@ -66,6 +66,33 @@ def _restore_activities(run_dir: Path, cupti: list[Path], uuid: str) -> int:
     return len(records)
 
 
+def open_run(d: Path, cupti: list[Path]) -> dict[str, Any]:
+    """A run directory's manifest, its activities rebuilt from ``cupti`` where the run lacks them (says so); bad
+    input is a ``SystemExit`` with one line naming the file."""
+    from archline.measurement.attribute.io import ACTIVITIES_FILE
+
+    try:
+        manifest: dict[str, Any] = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"{d / 'manifest.json'}: cannot read ({exc})") from None
+    if not any((d / (ACTIVITIES_FILE + z)).is_file() for z in ("", ".gz", ".xz")):
+        if not cupti:
+            raise SystemExit(f"{d}: no raw/activities.csv; give the raw CUPTI trace with --cupti")
+        n = _restore_activities(d, cupti, str((manifest.get("gpu") or {}).get("uuid") or ""))
+        print(f"rebuilt {d / ACTIVITIES_FILE} from {len(cupti)} CUPTI file(s): {n} records", flush=True)
+    return manifest
+
+
+def buffer_model_choice(manifest: dict[str, Any]) -> Any:
+    """The power buffer's sensor model as ``archline run`` took it for the manifest's board (its calibration or the
+    shipped prior of its generation); raises ``ArchlineError`` where there is none."""
+    from archline.measurement.choose import GpuIdentity, choose_model
+
+    gpu = manifest.get("gpu") or {}
+    static = {"uuid": gpu.get("uuid"), "driver_version": gpu.get("driver_version"), "name": gpu.get("name")}
+    return choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))
+
+
 def cut_inputs(d: Path, cut_s: float) -> tuple[Any, list[Any], tuple[float, float], list[tuple[float, float]] | None]:
     """A run's recording, activities, program span and traced intervals with the program's span ending ``cut_s``
     earlier: the kernels that start after the new end and the readings taken after it dropped, as if the program had
@@ -139,22 +166,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from archline.errors import ArchlineError
     from archline.measurement.attribute.attribution import AttributionOptions
-    from archline.measurement.attribute.io import ACTIVITIES_FILE, reanalyze
-    from archline.measurement.choose import GpuIdentity, choose_model
+    from archline.measurement.attribute.io import reanalyze
 
     d = a.run_dir
     try:
-        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        print(f"{d / 'manifest.json'}: cannot read ({exc})", file=sys.stderr)
+        manifest = open_run(d, a.cupti)
+    except SystemExit as exc:
+        print(str(exc), file=sys.stderr)
         return 2
     gpu = manifest.get("gpu") or {}
-    if not any((d / (ACTIVITIES_FILE + z)).is_file() for z in ("", ".gz", ".xz")):
-        if not a.cupti:
-            print(f"{d}: no raw/activities.csv; give the raw CUPTI trace with --cupti", file=sys.stderr)
-            return 2
-        n = _restore_activities(d, a.cupti, str(gpu.get("uuid") or ""))
-        print(f"rebuilt {d / ACTIVITIES_FILE} from {len(a.cupti)} CUPTI file(s): {n} records", flush=True)
     opts = AttributionOptions(prior_scale=a.prior_scale, fit_source=a.fit_source)
     limit = (manifest.get("extra") or {}).get("power_limit_w")
     if isinstance(limit, int | float) and limit > 0:
@@ -172,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             opts = replace(opts, power_ceiling_w=ceiling.power_w)
             print(f"burst ceiling: {ceiling.describe()}", flush=True)
     try:
-        static = {"uuid": gpu.get("uuid"), "driver_version": gpu.get("driver_version"), "name": gpu.get("name")}
-        choice = choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))
+        choice = buffer_model_choice(manifest)
         opts = replace(opts, buffer_model=choice.model)
         print(f"buffer model: {choice.describe}", flush=True)
     except ArchlineError as exc:
