@@ -95,6 +95,25 @@ def alias_hz(f_hz: float, period_s: float) -> float:
     return float(abs(f_hz - fs * round(f_hz / fs)))
 
 
+def busy_share(intervals: Sequence[tuple[float, float]], skip: float = 0.1) -> tuple[float, float]:
+    """The share of time some kernel runs (their union) from the start of the kernels past the first ``skip`` of them
+    (the program's start-up) to the last one's end, and that span (s)."""
+    iv = sorted(intervals)
+    if len(iv) < 2:
+        return float("nan"), 0.0
+    iv = iv[int(len(iv) * skip) :]
+    t0, t1 = iv[0][0], max(b for _, b in iv)
+    busy, cur_s, cur_e = 0.0, iv[0][0], iv[0][1]
+    for a, b in iv[1:]:
+        if a > cur_e:
+            busy += cur_e - cur_s
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    busy += cur_e - cur_s
+    return (busy / (t1 - t0) if t1 > t0 else float("nan")), t1 - t0
+
+
 def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any, tuple[str, float] | None]:
     """The run's design, span and buffer model, as ``archline run`` built them (the buffer's readings included), and
     its step; bad input is a one-line ``SystemExit``."""
@@ -116,6 +135,8 @@ def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any, tupl
         raise SystemExit(f"{d}: the run recorded no power buffer")
     kernels = [r for r in acts if r.kind == "kernel"]
     step = step_period([r.name for r in kernels], [r.start_s for r in kernels], span[1] - span[0])
+    share, over = busy_share([(r.start_s, r.end_s) for r in kernels])
+    print(f"kernels busy {100 * share:.1f} % of the {over:.1f} s after the first tenth of them (the start-up)")
     return design, s, model, step
 
 

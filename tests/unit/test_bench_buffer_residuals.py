@@ -61,6 +61,14 @@ def test_the_step_is_its_rarest_kernels_interval_and_shows_aliased(br: ModuleTyp
     assert br.alias_hz(10.0, 0.020) == pytest.approx(10.0) and br.alias_hz(60.0, 0.020) == pytest.approx(10.0)
 
 
+def test_the_busy_share_is_the_union_of_kernels_past_the_start_up(br: ModuleType) -> None:
+    # start-up (one kernel of ten), then two overlapping kernels, a gap and the rest: busy 3.5 of the last 4 s
+    iv = [(0.0, 0.1), (10.0, 12.0), (11.0, 13.0), (13.5, 14.0)] + [(13.9, 14.0)] * 6
+    share, span = br.busy_share(iv, skip=0.1)
+    assert span == pytest.approx(4.0) and share == pytest.approx(3.5 / 4.0)
+    assert br.busy_share([(0.0, 1.0)])[1] == 0.0
+
+
 def test_least_squares_residuals_ignore_silent_columns(br: ModuleType) -> None:
     rng = np.random.default_rng(1)
     x = np.column_stack([rng.random(200), np.zeros(200), rng.random(200)])
@@ -75,6 +83,7 @@ def test_a_shipped_runs_buffer_fit_is_diagnosed(br: ModuleType, capsys: pytest.C
     out = capsys.readouterr().out
     assert "buffer model: delay" in out and "fit without priors on" in out and "autocorrelation by lag" in out
     assert "long-run variance ratio" in out and "largest peak above 2 Hz" in out and "the step: " in out
+    assert "kernels busy" in out
 
 
 def test_bad_input_is_one_line_and_exit_2(br: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
