@@ -93,6 +93,23 @@ def buffer_model_choice(manifest: dict[str, Any]) -> Any:
     return choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))
 
 
+def profile_model(path: Path, source: str = "nvml.buffer") -> tuple[Any, str]:
+    """The sensor model of ``source`` in a calibration's ``profiles.json`` (``archline sensor calibrate``), and where
+    it came from; ``ArchlineError`` (one line naming the file) where the file holds none."""
+    from archline.errors import ArchlineError
+    from archline.measurement.calibrate.profile import SensorProfile
+
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ArchlineError(f"{path}: cannot read a sensor profile file ({exc})") from None
+    entry = (d.get("profiles") or {}).get(source) if isinstance(d, dict) else None
+    if not isinstance(entry, dict):
+        raise ArchlineError(f"{path}: no {source} profile (not an archline sensor calibrate profiles.json)")
+    prof = SensorProfile.from_json(entry, where=str(path))
+    return prof.model, f"the calibration of {prof.gpu_uuid[:12]} in {path}"
+
+
 def cut_inputs(d: Path, cut_s: float) -> tuple[Any, list[Any], tuple[float, float], list[tuple[float, float]] | None]:
     """A run's recording, activities, program span and traced intervals with the program's span ending ``cut_s``
     earlier: the kernels that start after the new end and the readings taken after it dropped, as if the program had
@@ -160,6 +177,13 @@ def main(argv: list[str] | None = None) -> int:
         default=0.0,
         help="drop the program's last CUT_S seconds (its kernels and readings) before redoing (the traced length)",
     )
+    ap.add_argument(
+        "--sensor-profiles",
+        type=Path,
+        help="the power buffer's sensor model from this file (an archline sensor calibrate run's profiles.json) "
+        "instead of the one archline run took (the board's own calibration where this machine has it, else the "
+        "shipped prior of its generation)",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
     a = ap.parse_args(argv)
@@ -191,12 +215,21 @@ def main(argv: list[str] | None = None) -> int:
         if ceiling is not None:
             opts = replace(opts, power_ceiling_w=ceiling.power_w)
             print(f"burst ceiling: {ceiling.describe()}", flush=True)
-    try:
-        choice = buffer_model_choice(manifest)
-        opts = replace(opts, buffer_model=choice.model)
-        print(f"buffer model: {choice.describe}", flush=True)
-    except ArchlineError as exc:
-        print(f"no buffer model ({exc}); fitting on the counter's windows", flush=True)
+    if a.sensor_profiles is not None:
+        try:
+            model, where = profile_model(a.sensor_profiles)
+        except ArchlineError as exc:
+            print(str(exc), file=sys.stderr)
+            return 2
+        opts = replace(opts, buffer_model=model)
+        print(f"buffer model: {where}", flush=True)
+    else:
+        try:
+            choice = buffer_model_choice(manifest)
+            opts = replace(opts, buffer_model=choice.model)
+            print(f"buffer model: {choice.describe}", flush=True)
+        except ArchlineError as exc:
+            print(f"no buffer model ({exc}); fitting on the counter's windows", flush=True)
     replay_rows: list[dict[str, Any]] = []
     replay_meta: dict[str, Any] = {}
     if (a.prior_model is None) != (a.prior_counts is None):

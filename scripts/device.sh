@@ -6,7 +6,8 @@
 #   OUT=/some/dir scripts/device.sh STEP [STEP ...]
 #
 # Steps (each writes run directories under $OUT/results/<gpu>/... and a log under $OUT/logs):
-#   sensor          archline sensor calibrate + sensor validate of this board, in one run
+#   sensor          archline sensor calibrate + sensor validate of this board, in one run (SENSOR_VALIDATE=0: calibrate
+#                   only; the profile goes to the user's cache, so a later archline run in the same call takes it)
 #   characterize    archline characterize (the full suite, with the roofline section)
 #   quick           archline characterize --quick --roofline
 #   instructions    archline instructions --shapes full --opt 3,0 --target-s 0.4 (every SM)
@@ -94,7 +95,8 @@ B="$here/benchmarks"
 
 for s in "$@"; do
   case "$s" in
-    sensor) step calibrate 150 archline sensor calibrate -o "$R/sensor/calibration"; step validate 200 archline sensor validate -o "$R/sensor/validation" ;;
+    sensor) step calibrate 150 archline sensor calibrate -o "$R/sensor/calibration"
+            [ "${SENSOR_VALIDATE:-1}" = 1 ] && step validate 200 archline sensor validate -o "$R/sensor/validation" ;;
     characterize) step characterize 590 archline characterize -o "$R/characterize" ;;
     quick) step quick 300 archline characterize --quick --roofline -o "$R/characterize-quick" ;;
     instructions) step instructions 430 archline instructions --shapes full --opt 3,0 --target-s 0.4 -o "$R/instructions" ;;

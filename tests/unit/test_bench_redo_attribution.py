@@ -79,3 +79,30 @@ def test_a_run_whose_activities_are_xz_compressed_is_redone_without_its_trace(
     assert redo.main([str(d), "--json"]) == 0
     after = capsys.readouterr().out
     assert json.loads(after[after.index("{") :]) == json.loads(before[before.index("{") :])
+
+
+def test_sensor_profiles_give_the_buffer_model_and_bad_files_are_one_line(
+    redo: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--sensor-profiles (session 27): the power buffer's model from a calibration's profiles.json, not the one the
+    run took; the model is the file's, and a file without one is exit 2 with one line naming it."""
+    prof = ROOT / "results" / "h100" / "sensor" / "calibration" / "profiles.json"
+    model, where = redo.profile_model(prof)
+    stored = json.loads(prof.read_text())["profiles"]["nvml.buffer"]["model"]
+    assert model.lag_s == pytest.approx(stored["lag_s"]) and model.delay_s == pytest.approx(stored["delay_s"])
+    assert "GPU-591bd772" in where
+    # a model changed in the file is the one the redo uses
+    d = json.loads(prof.read_text())
+    d["profiles"]["nvml.buffer"]["model"]["delay_s"] = 0.0123
+    other = tmp_path / "profiles.json"
+    other.write_text(json.dumps(d))
+    assert redo.profile_model(other)[0].delay_s == pytest.approx(0.0123)
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    assert redo.main([str(run), "--sensor-profiles", str(other), "--json"]) == 0
+    assert f"buffer model: the calibration of GPU-591bd772 in {other}" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"profiles": {}}')
+    assert redo.main([str(run), "--sensor-profiles", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0] and "no nvml.buffer profile" in err[0]
