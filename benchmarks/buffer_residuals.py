@@ -1,6 +1,7 @@
 """The power buffer's fit on one attribution run: what its residuals look like, and how they move with the sensor model.
 
     python benchmarks/buffer_residuals.py RUN_DIR [--cupti FILE.bin[.gz|.xz]] [--cut-s S] [--scan]
+    python benchmarks/buffer_residuals.py --alternation PATH [PATH ...]
 
 Post hoc diagnosis (session 26), no GPU needed. It builds the fit ``archline run`` makes on the power buffer's
 readings (each reading's response to each kernel name's busy time through the buffer's sensor model, taken as
@@ -15,6 +16,8 @@ reproduces leaves residuals near white; a profile it misses leaves them periodic
 over a grid of the model's delay (−2 … +10 ms) and lag (2, 7, the model's own, 25, 40 ms), whether another sensor
 model fits better.
 ``--cut-s``: the program's last S seconds dropped first (as ``redo_attribution.py --cut-s``).
+``--alternation`` (session 27): only how much the buffer's readings alternate from one to the next where the GPU is
+busy and where it idles (:func:`alternation`), for every recording under the paths given.
 """
 
 from __future__ import annotations
@@ -114,6 +117,98 @@ def busy_share(intervals: Sequence[tuple[float, float]], skip: float = 0.1) -> t
     return (busy / (t1 - t0) if t1 > t0 else float("nan")), t1 - t0
 
 
+def alternation(t_s: F64, value: F64, *, detrend: int = 9, block: int = 25) -> dict[str, dict[str, float]]:
+    """How much the readings alternate from one to the next, where the GPU is busy and where it idles (session 27).
+
+    Each reading less the mean of its ``detrend`` neighbours (itself among them), times ``(−1)^k``, averaged over
+    ``block`` readings (0.5 s at 20 ms): the amplitude of an alternation whose phase holds over the block (RMS, W,
+    corrected for the part of it the detrend takes), beside what the
+    same average of noise alone would give (the detrended readings' sd / √block), and the lag-1 and lag-2
+    autocorrelation of the detrended readings. Busy: a ``block``-reading mean in the top 30 % of the range between
+    the 5th and 95th percentiles of those means; idle: in the bottom 10 %; each with its whole block in that state.
+    Repeats (a reading equal to the previous one within 5 ms) are dropped first. A stretch with fewer than 100
+    readings is left out."""
+    from scipy.ndimage import binary_erosion
+
+    t = np.asarray(t_s, np.float64)
+    v = np.asarray(value, np.float64)
+    if v.size > 1:
+        keep = np.concatenate([[True], ~((np.diff(v) == 0) & (np.diff(t) < 0.005))])
+        t, v = t[keep], v[keep]
+    out: dict[str, dict[str, float]] = {}
+    if v.size < 4 * block:
+        return out
+    smooth = np.convolve(v, np.ones(block) / block, "same")
+    lo, hi = np.percentile(smooth, [5, 95])
+    c = v - np.convolve(v, np.ones(detrend) / detrend, "same")
+    # an alternation (−1)^k keeps (detrend − 1) / detrend of itself through the detrend (an odd number of readings)
+    demod = np.convolve(c * (-1.0) ** np.arange(v.size), np.ones(block) / block, "same") * detrend / (detrend - 1)
+    inner = (np.arange(v.size) >= block) & (np.arange(v.size) < v.size - block)
+    for name, sel in (("busy", smooth > lo + 0.7 * (hi - lo)), ("idle", smooth < lo + 0.1 * (hi - lo))):
+        # only readings whose whole block is in the same state: a block across an edge averages both
+        sel = binary_erosion(sel, structure=np.ones(2 * block + 1, bool))
+        idx = np.nonzero(sel & inner)[0]
+        if idx.size < 100:
+            continue
+        cc = c[idx]
+
+        def ac(k: int, idx: NDArray[np.int64] = idx) -> float:
+            j = idx[idx + k < v.size]
+            return float(np.corrcoef(c[j], c[j + k])[0, 1])
+
+        out[name] = {
+            "n": float(idx.size),
+            "mean_w": float(v[idx].mean()),
+            "alternation_w": float(np.sqrt(np.mean(demod[idx] ** 2))),
+            "noise_only_w": float(cc.std() / np.sqrt(block)),
+            "lag1": ac(1),
+            "lag2": ac(2),
+        }
+    return out
+
+
+def alternation_table(paths: Sequence[Path]) -> list[str]:
+    """:func:`alternation` of the power buffer of each recording (``raw/recording.npz``, or a run directory holding
+    one, searched below a folder), one line each; unreadable ones are named."""
+    import json
+
+    lines = []
+    strong: list[str] = []
+    busy_n = 0
+    files: list[Path] = []
+    for p in paths:
+        files += [p] if p.is_file() else sorted(p.glob("**/raw/recording.npz"))
+    for f in files:
+        try:
+            z = np.load(f)
+            meta = json.loads(bytes(z["recording.json"]).decode())
+            idx = [s["index"] for s in meta["sources"] if s["source"] == "nvml.buffer"]
+            t, v = (z[f"t/{idx[0]}"], z[f"v/{idx[0]}"]) if idx else (np.zeros(0), np.zeros(0))
+        except (OSError, KeyError, ValueError) as exc:
+            lines.append(f"{f}: cannot read ({exc})")
+            continue
+        a = alternation(t, v)
+        if "busy" in a:
+            busy_n += 1
+            if a["busy"]["alternation_w"] > 2.0 * a["busy"]["noise_only_w"]:
+                strong.append(str(f.parent.parent))
+        cells = []
+        for k in ("busy", "idle"):
+            x = a.get(k)
+            cells.append(
+                f"{k} —"
+                if x is None
+                else f"{k} {x['mean_w']:.0f} W: alternation {x['alternation_w']:.1f} W (noise alone "
+                f"{x['noise_only_w']:.1f} W), lag 1 {x['lag1']:+.2f}, lag 2 {x['lag2']:+.2f}"
+            )
+        lines.append(f"{f.parent.parent}: " + "; ".join(cells))
+    lines.append(
+        f"busy alternation above twice what noise alone gives: {len(strong)} of {busy_n} recordings with a busy stretch"
+        + (f" ({', '.join(strong)})" if strong else "")
+    )
+    return lines
+
+
 def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any, tuple[str, float] | None]:
     """The run's design, span and buffer model, as ``archline run`` built them (the buffer's readings included), and
     its step; bad input is a one-line ``SystemExit``."""
@@ -142,11 +237,24 @@ def _load(d: Path, cupti: list[Path], cut_s: float) -> tuple[Any, Any, Any, tupl
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("run_dir", type=Path, nargs="+", help="one run directory (with --alternation: any number)")
     ap.add_argument("--cupti", type=Path, nargs="*", default=[], help="raw CUPTI trace(s), .bin, .bin.gz or .bin.xz")
     ap.add_argument("--cut-s", type=float, default=0.0, help="drop the program's last CUT_S seconds first")
     ap.add_argument("--scan", action="store_true", help="the rms over a grid of the model's delay and lag")
+    ap.add_argument(
+        "--alternation",
+        action="store_true",
+        help="only how much the buffer's readings alternate, busy against idle, of every recording under the paths",
+    )
     a = ap.parse_args(argv)
+    if a.alternation:
+        for line in alternation_table(a.run_dir):
+            print(line)
+        return 0
+    if len(a.run_dir) != 1:
+        print("one run directory (several only with --alternation)", file=sys.stderr)
+        return 2
+    a.run_dir = a.run_dir[0]
     if not (a.run_dir / "manifest.json").is_file():
         print(f"{a.run_dir / 'manifest.json'}: no such file (not a run directory)", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ import argparse
 import gzip
 import json
 import lzma
+import math
 import re
 import shutil
 import sys
@@ -110,6 +111,62 @@ def profile_model(path: Path, source: str = "nvml.buffer") -> tuple[Any, str]:
     return prof.model, f"the calibration of {prof.gpu_uuid[:12]} in {path}"
 
 
+#: The band a notch filter takes out of the buffer's readings (Hz): next to the Nyquist rate of readings every 20 ms,
+#: where plan_s26a's board's readings alternate (docs/attribution.md, "Session 27").
+NOTCH_HZ = (23.0, 24.9)
+
+
+def ar_order(r: Any, max_order: int = 10) -> tuple[int, Any]:
+    """The autoregressive model of a residual series: its order by BIC (0 … ``max_order``) and its coefficients
+    (Yule–Walker)."""
+    import numpy as np
+    from scipy.linalg import solve_toeplitz
+
+    c = np.asarray(r, np.float64) - float(np.mean(r))
+    n = c.size
+    acov = np.array([float(c[: n - k] @ c[k:]) / n for k in range(max_order + 1)])
+    best: tuple[float, int, Any] = (math.log(acov[0]) if acov[0] > 0 else -math.inf, 0, np.zeros(0))
+    for p in range(1, max_order + 1):
+        phi = solve_toeplitz(acov[:p], acov[1 : p + 1])
+        s2 = float(acov[0] - phi @ acov[1 : p + 1])
+        if s2 <= 0:
+            break
+        bic = math.log(s2) + p * math.log(n) / n
+        if bic < best[0]:
+            best = (bic, p, phi)
+    return best[1], best[2]
+
+
+def filter_buffer(kind: str, x: Any, y: Any, period_s: float) -> tuple[Any, Any, str]:
+    """The buffer's design and readings, both filtered alike before the fit (a transformation of the regression, so
+    the powers it estimates are the same ones), and what was done. ``ar``: whitened by the AR model of the unconstrained
+    fit's residuals (:func:`ar_order`), its first rows dropped; ``notch``: :data:`NOTCH_HZ` taken out by a zero-phase
+    FIR band-stop (101 taps), 60 rows dropped at each end. Too few readings: unchanged."""
+    import numpy as np
+    from scipy.signal import filtfilt, firwin, lfilter
+
+    if x.shape[0] < 200:
+        return x, y, f"{kind}: too few readings ({x.shape[0]}), not filtered"
+    if kind == "ar":
+        active = np.nonzero(np.abs(x).sum(axis=0) > 0)[0]
+        beta, *_ = np.linalg.lstsq(x[:, active], y, rcond=None)
+        p, phi = ar_order(y - x[:, active] @ beta)
+        if p == 0:
+            return x, y, "ar: the residuals need no AR term (BIC), not filtered"
+        a = np.concatenate([[1.0], -phi])
+        coef = ", ".join(f"{v:+.2f}" for v in phi)
+        return lfilter(a, [1.0], x, axis=0)[p:], lfilter(a, [1.0], y)[p:], f"ar: AR({p}) whitening [{coef}]"
+    if kind == "notch":
+        fs = 1.0 / period_s
+        if NOTCH_HZ[1] >= fs / 2:
+            return x, y, f"notch: readings every {1e3 * period_s:.1f} ms cannot show {NOTCH_HZ[1]} Hz, not filtered"
+        h = firwin(101, list(NOTCH_HZ), fs=fs, pass_zero="bandstop")
+        xf = filtfilt(h, [1.0], x, axis=0)[60:-60]
+        yf = filtfilt(h, [1.0], y)[60:-60]
+        return xf, yf, f"notch: {NOTCH_HZ[0]}-{NOTCH_HZ[1]} Hz taken out (FIR band-stop, 101 taps, zero phase)"
+    raise ValueError(f"unknown buffer filter {kind!r} (ar or notch)")
+
+
 def cut_inputs(d: Path, cut_s: float) -> tuple[Any, list[Any], tuple[float, float], list[tuple[float, float]] | None]:
     """A run's recording, activities, program span and traced intervals with the program's span ending ``cut_s``
     earlier: the kernels that start after the new end and the readings taken after it dropped, as if the program had
@@ -184,6 +241,12 @@ def main(argv: list[str] | None = None) -> int:
         "instead of the one archline run took (the board's own calibration where this machine has it, else the "
         "shipped prior of its generation)",
     )
+    ap.add_argument(
+        "--buffer-filter",
+        choices=("ar", "notch"),
+        help="filter the buffer's design and readings alike before the fit (post hoc diagnosis, session 27): "
+        "AR whitening of the residuals, or a notch next to the readings' Nyquist rate",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
     a = ap.parse_args(argv)
@@ -252,7 +315,25 @@ def main(argv: list[str] | None = None) -> int:
         from archline.report.replay import read_replay
 
         replay_meta, replay_rows = read_replay(reference)
-    result = reanalyze(d, opts) if a.cut_s <= 0 else _reanalyze_cut(d, opts, a.cut_s)
+    if a.buffer_filter is not None:
+        from unittest import mock
+
+        from archline.measurement.attribute import attribution as att
+
+        plain = att.buffer_design
+
+        def filtered(*args: Any, **kwargs: Any) -> Any:
+            x, y = plain(*args, **kwargs)
+            model = kwargs.get("model")
+            period = float(model.period_s) if model is not None else 0.02
+            xf, yf, what = filter_buffer(a.buffer_filter, x, y, period)
+            print(f"buffer filter: {what}", flush=True)
+            return xf, yf
+
+        with mock.patch.object(att, "buffer_design", filtered):
+            result = reanalyze(d, opts) if a.cut_s <= 0 else _reanalyze_cut(d, opts, a.cut_s)
+    else:
+        result = reanalyze(d, opts) if a.cut_s <= 0 else _reanalyze_cut(d, opts, a.cut_s)
     sys.path.insert(0, str(HERE))
     from validate_attribution_real import analyse, report
 

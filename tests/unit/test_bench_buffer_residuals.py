@@ -90,3 +90,35 @@ def test_bad_input_is_one_line_and_exit_2(br: ModuleType, tmp_path: Path, capsys
     assert br.main([str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert "manifest.json: no such file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_alternation_is_found_where_busy_and_not_in_noise(br: ModuleType, tmp_path: Path) -> None:
+    """--alternation (session 27): readings that alternate ±15 W from one to the next while busy read far above what
+    noise alone gives, and idle readings without it read at the noise's level; a recording is read from its file."""
+    import json
+
+    rng = np.random.default_rng(11)
+    n = 6000
+    t = np.arange(n) * 0.02
+    busy = (np.arange(n) // 1000) % 2 == 1  # 20 s idle, 20 s busy, …
+    v = np.where(busy, 600.0, 120.0) + rng.normal(0.0, 3.0, n)
+    with_alt = v + np.where(busy, 15.0 * (-1.0) ** np.arange(n), 0.0)
+    a = br.alternation(t, with_alt)
+    assert a["busy"]["alternation_w"] == pytest.approx(15.0, rel=0.1)
+    assert a["busy"]["lag1"] < -0.8 and a["busy"]["lag2"] > 0.8
+    assert a["idle"]["alternation_w"] < 1.5 * a["idle"]["noise_only_w"]
+    plain = br.alternation(t, v)
+    assert plain["busy"]["alternation_w"] < 1.5 * plain["busy"]["noise_only_w"]
+    assert br.alternation(t[:50], v[:50]) == {}
+    rec = tmp_path / "run" / "raw" / "recording.npz"
+    rec.parent.mkdir(parents=True)
+    meta = {"sources": [{"source": "nvml.buffer", "index": 0}]}
+    np.savez(rec, **{"t/0": t, "v/0": with_alt, "recording.json": np.frombuffer(json.dumps(meta).encode(), np.uint8)})
+    line, summary = br.alternation_table([tmp_path])
+    want = "busy alternation above twice what noise alone gives: 1 of 1 recordings with a busy stretch"
+    assert summary == f"{want} ({tmp_path / 'run'})"
+    assert line.startswith(f"{tmp_path / 'run'}: busy 600 W: alternation 15.") and "idle 120 W" in line
+    bad = tmp_path / "bad" / "raw" / "recording.npz"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not npz")
+    assert any("cannot read" in s for s in br.alternation_table([bad]))

@@ -106,3 +106,43 @@ def test_sensor_profiles_give_the_buffer_model_and_bad_files_are_one_line(
     assert redo.main([str(run), "--sensor-profiles", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(bad) in err[0] and "no nvml.buffer profile" in err[0]
+
+
+def test_buffer_filters_keep_the_powers_and_take_out_what_they_name(redo: ModuleType) -> None:
+    """--buffer-filter (session 27): filtering the design and the readings alike leaves the regression's powers; AR
+    whitening finds the order of an AR(2) noise and whitens it, the notch takes out an alternation next to the Nyquist
+    rate and keeps the slow mix; unknown kinds and short series are said so."""
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    k = np.arange(n)
+    # two columns whose mix moves slowly (a few Hz in readings every 20 ms), true powers 300 and 600 W
+    share = 0.5 + 0.4 * np.sin(2 * np.pi * 1.3 * k * 0.02)
+    x = np.column_stack([share, 1.0 - share])
+    e = np.zeros(n)
+    w = rng.normal(0.0, 5.0, n)
+    for i in range(2, n):  # AR(2) noise
+        e[i] = 0.5 * e[i - 1] - 0.3 * e[i - 2] + w[i]
+    y = x @ np.array([300.0, 600.0]) + e
+    p, phi = redo.ar_order(e)
+    assert p == 2 and phi == pytest.approx([0.5, -0.3], abs=0.05)
+    xf, yf, what = redo.filter_buffer("ar", x, y, 0.02)
+    assert what.startswith("ar: AR(2)") and xf.shape == (n - 2, 2) and yf.shape == (n - 2,)
+    beta = np.linalg.lstsq(xf, yf, rcond=None)[0]
+    assert beta == pytest.approx([300.0, 600.0], abs=3.0)
+    resid = yf - xf @ beta
+    assert abs(np.corrcoef(resid[:-1], resid[1:])[0, 1]) < 0.05  # whitened
+    # an alternation at 24.7 Hz on top of white noise: the notch takes it out, the powers stay
+    alt = 20.0 * np.cos(2 * np.pi * 24.7 * k * 0.02)
+    y2 = x @ np.array([300.0, 600.0]) + rng.normal(0.0, 2.0, n) + alt
+    xn, yn, what = redo.filter_buffer("notch", x, y2, 0.02)
+    assert what.startswith("notch: 23.0-24.9 Hz") and xn.shape[0] == n - 120
+    beta = np.linalg.lstsq(xn, yn, rcond=None)[0]
+    assert beta == pytest.approx([300.0, 600.0], abs=2.0)
+    assert np.std(yn - xn @ beta) < 4.0 < np.std(y2 - x @ np.array([300.0, 600.0]))
+    # readings too slow to show the band, too few readings, an unknown kind
+    assert redo.filter_buffer("notch", x, y2, 0.1)[2].endswith("not filtered")
+    assert redo.filter_buffer("ar", x[:50], y[:50], 0.02)[2] == "ar: too few readings (50), not filtered"
+    with pytest.raises(ValueError, match="unknown buffer filter"):
+        redo.filter_buffer("lowpass", x, y, 0.02)

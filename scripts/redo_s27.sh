@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Post hoc and planned redos of session 27, on a CPU. Needs the traces (scripts/restore_traces.sh). Prints
+# docs/data/redo_s27.txt.
+#   1. plan_s27a's 30 s trace (GPU-f926ffcb) and plan_s27b's 90 s trace (GPU-7c0faf81), each redone with the board's own
+#      sensor calibration (as run) and with the shipped prior (GPU-591bd772's), at full length and cut (the first 12 s
+#      of training for plan_s27a, the first 30 s for plan_s27b): benchmarks/redo_attribution.py --sensor-profiles.
+#   2. plan_s26a's 120 s trace (GPU-21b1215f), its first 30 s: the buffer's readings filtered before the fit (AR
+#      whitening; a notch at 23-24.9 Hz), post hoc: benchmarks/redo_attribution.py --buffer-filter.
+#   3. The alternation of the buffer's readings from one to the next, busy against idle, on every shipped recording:
+#      benchmarks/buffer_residuals.py --alternation.
+#   scripts/redo_s27.sh
+set -eu
+cd "$(dirname "$0")/.."
+py=${PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+shipped=results/h100/sensor/calibration/profiles.json
+pick='^cut:|^buffer model|^== |identifiable:|kernel powers fitted|PASS/FAIL.*(±15|top-10)|replay priors \('
+for spec in own-sensor-GPU-f926ffcb:18 own-sensor-90s-GPU-7c0faf81:60; do
+  name=${spec%%:*}; cut=${spec##*:}
+  src=results/h100/attribution-s27/$name
+  cp -r "$src" "$tmp/$name"
+  trace=$(ls "$tmp/$name"/transformer-run/raw/cupti/*.bin.xz)
+  "$py" benchmarks/redo_attribution.py "$tmp/$name/transformer-run" --cupti "$trace" >/dev/null  # rebuild activities once
+  for prof in "$src/sensor-calibration/profiles.json" "$shipped"; do
+    for c in 0 "$cut"; do
+      echo "=== $src, sensor model from $prof, the program's last $c s dropped (redo_attribution.py --sensor-profiles … --cut-s $c)"
+      "$py" benchmarks/redo_attribution.py "$tmp/$name/transformer-run" --prior-replay "$tmp/$name/transformer-replay" \
+        --sensor-profiles "$prof" --cut-s "$c" 2>&1 | grep -E "$pick" | sed "s|$tmp/||g"
+    done
+  done
+done
+s26=results/h100/attribution-s26/long120-GPU-21b1215f
+cp -r "$s26" "$tmp/s26"
+"$py" benchmarks/redo_attribution.py "$tmp/s26/transformer-run" --cupti "$tmp"/s26/transformer-run/raw/cupti/*.bin.xz >/dev/null
+for f in none ar notch; do
+  echo "=== $s26, its first 30 s (the last 90 s dropped), buffer filter $f (redo_attribution.py --cut-s 90 --buffer-filter $f)"
+  args=(); [ "$f" = none ] || args=(--buffer-filter "$f")
+  "$py" benchmarks/redo_attribution.py "$tmp/s26/transformer-run" --prior-replay "$tmp/s26/transformer-replay" --cut-s 90 \
+    "${args[@]}" 2>&1 | grep -E "$pick|^buffer filter" | sort -u | sed "s|$tmp/||g"
+done
+echo "=== every shipped recording: benchmarks/buffer_residuals.py --alternation results"
+"$py" benchmarks/buffer_residuals.py --alternation results
