@@ -519,3 +519,34 @@ def test_a_launch_bound_program_gets_a_note_pointing_to_duty_cycling():
     assert launch_bound_note(launchy, (0.0, 2.0), duty_cycled=False) is None  # 25 % of the span
     few = Result([row("(launch gaps)", "gap", 500, 0.9)])
     assert launch_bound_note(few, (0.0, 1.0), duty_cycled=False) is None
+
+
+def test_a_run_through_the_shipped_sensor_prior_says_how_to_get_the_boards_own(fake_gpu, tmp_path, monkeypatch):
+    """Session 27: on a board without its own calibration the run fits the buffer through its generation's shipped
+    prior and a note names it and the command that gives the board's own; with the board's profile in the cache the
+    run takes it and no such note is made."""
+    from archline.measurement.calibrate.profile import SensorProfile, save_profile
+    from archline.measurement.choose import shipped_priors
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    static = {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-fake-h100", "driver_version": "580.159.04"}
+
+    def run(out: Path) -> Any:
+        backend = dataclasses.replace(fake_gpu.backend(), device_static=lambda gpu: dict(static))
+        with attribute(gpu=0, backend=backend, out=out, render=None) as a:
+            for _ in range(24):
+                fake_gpu.launch("matmul", 0.02, 450.0)
+        return a
+
+    a = run(tmp_path / "prior")
+    (note,) = [n for n in a.notes if "archline sensor calibrate" in n]
+    assert "fitted through the shipped calibration of GPU-591bd772" in note and "not this board's own" in note
+    assert "prior (shipped calibration" in RunDir.open(tmp_path / "prior").manifest.extra["buffer_model"]
+    # the board's own profile in the cache: taken, and no note
+    _, shipped = shipped_priors(static["name"], "nvml.buffer")[0]
+    own = dataclasses.replace(shipped, gpu_uuid=static["uuid"], driver_version=static["driver_version"])
+    assert isinstance(own, SensorProfile)
+    save_profile(own)
+    b = run(tmp_path / "own")
+    assert not [n for n in b.notes if "archline sensor calibrate" in n]
+    assert "calibration (GPU-fake-h10" in RunDir.open(tmp_path / "own").manifest.extra["buffer_model"]

@@ -334,6 +334,12 @@ class Attribution(contextlib.AbstractContextManager["Attribution"]):
             if choice is not None:
                 changes["buffer_model"] = choice.model
                 self.info["buffer_model"] = choice.describe
+                if choice.how == "prior":
+                    self.notes.append(
+                        f"the power buffer's 20 ms readings are fitted through the {choice.detail}, not this "
+                        "board's own: archline sensor calibrate (about 70 s, once per board and driver) gives its own, "
+                        "which later runs take (docs/attribution.md, 'Session 27')"
+                    )
         return replace(opts, **changes) if changes else opts
 
     def _whole_program(self, reason: str, t1: float) -> list[ActivityRecord]:

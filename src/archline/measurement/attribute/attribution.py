@@ -135,7 +135,7 @@ def _buffer_model(opts: AttributionOptions, buf: Readings | None, notes: list[st
     if opts.buffer_model is None and opts.fit_source == "buffer" and buf is not None:
         notes.append(
             "no calibrated sensor model for the power buffer: kernel powers fitted on the energy counter's "
-            "windows, which a steady loop cannot tell apart (archline calibrate gives one)"
+            "windows, which a steady loop cannot tell apart (archline sensor calibrate gives one)"
         )
     return opts.buffer_model
 
