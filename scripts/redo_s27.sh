@@ -4,7 +4,8 @@
 #   1. plan_s27a's 30 s trace (GPU-f926ffcb) and plan_s27b's 90 s trace (GPU-7c0faf81), each redone with the board's own
 #      sensor calibration (as run) and with the shipped prior (GPU-591bd772's), at full length and cut (the first 12 s
 #      of training for plan_s27a, the first 30 s for plan_s27b): benchmarks/redo_attribution.py --sensor-profiles.
-#      plan_s27c's 12 s trace (GPU-6aeea0ea, batch 16) with its own, the shipped H100 and the shipped H200 prior.
+#      plan_s27c's 12 s trace (GPU-6aeea0ea, batch 16) with its own, the shipped H100 and the shipped H200 prior; and
+#      the same plan run again on an H200 (GPU-0335b9e0) with its own and the shipped H200 prior.
 #   2. plan_s26a's 120 s trace (GPU-21b1215f), its first 30 s: the buffer's readings filtered before the fit (AR
 #      whitening; a notch at 23-24.9 Hz), post hoc: benchmarks/redo_attribution.py --buffer-filter.
 #   3. The alternation of the buffer's readings from one to the next, busy against idle, on every shipped recording:
@@ -40,6 +41,16 @@ cp -r "$src" "$tmp/$name"
 for prof in "$src/sensor-calibration/profiles.json" "$shipped" results/h200/sensor/calibration/profiles.json; do
   echo "=== $src, sensor model from $prof (redo_attribution.py --sensor-profiles …)"
   "$py" benchmarks/redo_attribution.py "$tmp/$name/transformer-run" --prior-replay "$tmp/$name/transformer-replay" \
+    --sensor-profiles "$prof" 2>&1 | grep -E "$pick" | sed "s|$tmp/||g"
+done
+# plan_s27c run again on an H200 (GPU-0335b9e0), as planned: its own calibration and the shipped H200 prior.
+name=own-sensor-b16-GPU-0335b9e0
+src=results/h200/attribution-s27/$name
+cp -r "$src" "$tmp/h200-$name"
+"$py" benchmarks/redo_attribution.py "$tmp/h200-$name/transformer-run" --cupti "$tmp/h200-$name"/transformer-run/raw/cupti/*.bin.xz >/dev/null
+for prof in "$src/sensor-calibration/profiles.json" results/h200/sensor/calibration/profiles.json; do
+  echo "=== $src, sensor model from $prof (redo_attribution.py --sensor-profiles …)"
+  "$py" benchmarks/redo_attribution.py "$tmp/h200-$name/transformer-run" --prior-replay "$tmp/h200-$name/transformer-replay" \
     --sensor-profiles "$prof" 2>&1 | grep -E "$pick" | sed "s|$tmp/||g"
 done
 s26=results/h100/attribution-s26/long120-GPU-21b1215f
