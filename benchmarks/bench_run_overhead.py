@@ -152,37 +152,41 @@ def launch_bound_workload() -> Workload:
     return "20 000 launch-bound ~5 µs kernels of two kinds", run
 
 
-def resnet_workload() -> Workload | None:
+def _training_workload(module: str, batch: int, steps: int, label: str) -> Workload | None:
+    """``steps`` calls of ``benchmarks/workloads/<module>.make_step(batch=…)`` a loop, then a synchronize; None without
+    torch."""
     try:
+        import importlib
+
         import torch
-        from workloads.train_resnet import make_step  # benchmarks/, this script's folder
+
+        make_step = importlib.import_module(f"workloads.{module}").make_step  # benchmarks/, this script's folder
     except ImportError:
         return None
-    step = make_step(batch=64)
+    step = make_step(batch=batch)
 
     def run() -> None:
-        for _ in range(4):
-            step()  # type: ignore[operator]
+        for _ in range(steps):
+            step()
         torch.cuda.synchronize()
 
-    return "ResNet-50 training (torchvision, bf16 autocast, batch 64), 4 steps", run
+    return label, run
+
+
+def resnet_workload() -> Workload | None:
+    return _training_workload(
+        "train_resnet", 64, 4, "ResNet-50 training (torchvision, bf16 autocast, batch 64), 4 steps"
+    )
 
 
 def torch128_workload() -> Workload | None:
     """The transformer step the attribution runs (benchmarks/workloads/transformer_step.py) at batch 128: GPU-bound."""
-    try:
-        import torch
-        from workloads.transformer_step import make_step  # benchmarks/, this script's folder
-    except ImportError:
-        return None
-    step = make_step(batch=128)
-
-    def run() -> None:
-        for _ in range(10):
-            step()
-        torch.cuda.synchronize()
-
-    return "transformer training (4 layers, d = 512, bf16 autocast, batch 128 × 512 tokens, SGD), 10 steps", run
+    return _training_workload(
+        "transformer_step",
+        128,
+        10,
+        "transformer training (4 layers, d = 512, bf16 autocast, batch 128 × 512 tokens, SGD), 10 steps",
+    )
 
 
 def decode_workload() -> Workload | None:
