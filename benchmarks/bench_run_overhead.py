@@ -224,13 +224,16 @@ def timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
-def child_main(name: str, loops: int, cpus: list[int] | None = None, block_s: float | None = None) -> int:
+def child_main(
+    name: str, loops: int, cpus: list[int] | None = None, block_s: float | None = None, wait_go: bool = False
+) -> int:
     """The workload alone, as a child process: warm up, time one block of ``loops`` loops (with ``block_s``:
     as many loops as it takes to last at least ``block_s`` seconds), print it as JSON with the Unix time (ns)
     at the block's start and at the end of each loop, and the seconds from here to the block's start
     (imports, set-up, warm-up: what each child costs besides its block). Just before the block it prints
     ``READY`` on a line of its own (flushed), for a parent that acts while the block runs
-    (benchmarks/overhead_interleaved.py); the JSON is the last line."""
+    (benchmarks/overhead_interleaved.py); with ``wait_go`` it then waits for a line on its stdin before the block
+    (benchmarks/overhead_concurrent.py starts two copies' blocks at once); the JSON is the last line."""
     t_start = time.perf_counter()
     if cpus:
         os.sched_setaffinity(0, cpus)  # before any thread starts: all of them inherit it
@@ -240,6 +243,8 @@ def child_main(name: str, loops: int, cpus: list[int] | None = None, block_s: fl
     _, fn = load
     fn()
     print("READY", flush=True)
+    if wait_go:
+        sys.stdin.readline()
     stamps = [time.time_ns()]
     t0 = time.perf_counter()
     if block_s is None:
@@ -736,10 +741,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--loops", type=int, default=1, help=argparse.SUPPRESS)
     # child mode: repeat the loop until the block lasts at least this long (instead of --loops)
     ap.add_argument("--block-s", type=float, default=None, help=argparse.SUPPRESS)
+    # child mode: wait for a line on stdin after READY (benchmarks/overhead_concurrent.py)
+    ap.add_argument("--wait-go", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
         child_cpus = parse_cpus(args.cpus) if args.cpus not in ("auto", "none") else None
-        return child_main(args.child, args.loops, child_cpus, args.block_s)
+        return child_main(args.child, args.loops, child_cpus, args.block_s, args.wait_go)
     names = [w for w in args.workloads.split(",") if w]
     modes = [m for m in args.modes.split(",") if m]
     bad = [w for w in names if w not in WORKLOADS] + [m for m in modes if m not in MODES]

@@ -29,6 +29,9 @@
 #                   CONTENTION_SECONDS, 90 by default; CONTENTION_LAUNCHES kernels per synchronise, 1)
 #   interleaved     benchmarks/overhead_interleaved.py (the default's cost inside one process: the transformer step
 #                   and the decode loop, INTERLEAVED_SECONDS each, sensors toggled every INTERLEAVED_TOGGLE_S s, 10 by default)
+#   concurrent      benchmarks/overhead_concurrent.py (two GPUs: the same program twice at once, one under archline run,
+#                   the recorded one alternating; CONCURRENT_WORKLOAD decode, CONCURRENT_REPS 10, CONCURRENT_AA 2,
+#                   CONCURRENT_BLOCK_S 30; ~13 min for the decode loop)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
 #                   training and a decode loop; 7 alternating pairs of 20 s blocks (two duty periods), children pinned;
 #                   ~5-6 min per workload: pass OVERHEAD_WORKLOADS=one per call)
@@ -125,6 +128,13 @@ for s in "$@"; do
                 --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} \
                 --min-block-s ${OVERHEAD_BLOCK_S:-20} --out $ow
               mkdir -p "$R/run/$ov" && cp $ow/overhead_summary.json "$OUT/logs/$ov.log" "$R/run/$ov/" ;;
+    concurrent) cw=/tmp/archline-concurrent; rm -rf "$cw"  # two copies at once on GPUs 0 and 1, one under archline run
+              step concurrent ${CONCURRENT_LIMIT:-1500} python3 "$B/overhead_concurrent.py" --gpus 0,1 \
+                --workload ${CONCURRENT_WORKLOAD:-decode} --reps ${CONCURRENT_REPS:-10} --aa ${CONCURRENT_AA:-2} \
+                --block-s ${CONCURRENT_BLOCK_S:-30} --out "$cw"
+              lscpu -e >"$OUT/logs/lscpu.txt" 2>&1
+              d="$R/bench/overhead-concurrent"; mkdir -p "$d" && cp "$cw/overhead_concurrent.json" "$cw/children.log" "$d/"
+              for m in "$cw"/run-*/manifest.json; do [ -f "$m" ] && cp "$m" "$d/$(basename "$(dirname "$m")")-manifest.json"; done ;;
     interleaved) iw=/tmp/archline-interleaved-${ON_GPU:-0}; rm -rf "$iw"  # the default's cost inside one process
               step interleaved ${INTERLEAVED_LIMIT:-570} python3 "$B/overhead_interleaved.py" --gpu ${ON_GPU:-0} \
                 --workloads ${INTERLEAVED_WORKLOADS:-torch,decode} --seconds ${INTERLEAVED_SECONDS:-150} --toggle-s ${INTERLEAVED_TOGGLE_S:-10} \

@@ -1,0 +1,398 @@
+"""archline run's whole cost on a launch-bound program, two copies at once on two GPUs of one host (issue 13).
+
+    python benchmarks/overhead_concurrent.py --gpus 0,1 --workload decode --reps 10 --aa 2 --block-s 30 --out DIR
+
+Why: a Python launch-bound loop (GPT-2 decoding) runs 0.3 to 0.8 s a loop on the lent hosts, in slow spells of
+seconds that differ from one process to the next (41 % between processes in session 26), so runs made one after the
+other cannot place a 3 % cost. Here every repetition starts two copies of the same program at the same moment: one
+plain, one under ``archline run`` (its default: sensors, automatic duty-cycled tracing, the injection library), each
+on its own GPU and its own CPUs. A slowing of the host that both feel cancels in the ratio of their speeds over the
+stretch both run.
+
+* Each child (``bench_run_overhead.py --child NAME --block-s B --wait-go``) sets up and warms up, prints ``READY``
+  and waits for a line on its stdin; the parent sends it to both once both are ready, and each then runs its loop
+  until its block lasts ``B`` s, stamping the end of each loop.
+* Over the stretch both blocks cover, each copy's time per loop is the stretch over the loops it completed in it
+  (counted in fractions of a loop: :func:`progress`).
+* ``d`` of a repetition is ln(time per loop of the copy in slot 0 / that in slot 1). The recorded copy alternates
+  between the slots (repetition 0 records slot 0, 1 slot 1, …), so a pair of repetitions gives the cost free of
+  the slots' own difference (GPU, CPUs): ``(d_even - d_odd) / 2`` (:func:`pair_costs`).
+* ``--aa N`` repetitions first with neither copy recorded: their ``d`` is the slots' own difference, and how much
+  it moves from one repetition to the next is the design's noise, printed beside the verdict.
+* The verdict is the one bench_run_overhead.py gives ``auto`` (session 12's, two-sided, on the whole interval):
+  the pairs' Hodges-Lehmann estimate with its signed-rank interval, PASS inside ±3 %, FAIL above, NOISE below,
+  UNRESOLVED across a limit.
+* The host's steal time (``/proc/stat``) is sampled every second: a slow spell that is the hypervisor's shows
+  there.
+
+Writes ``overhead_concurrent.json`` (every loop of every copy, the stretches, the pairs, the verdict) and the
+recorded copies' run directories under ``--out``. Needs archline installed (its ``archline`` command) and two GPUs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import itertools
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_run_overhead import (  # this script's folder
+    LIMIT,
+    WORKLOADS,
+    interval_verdict,
+    paired_estimate,
+    parse_cpus,
+)
+
+BENCH = Path(__file__).resolve().parent / "bench_run_overhead.py"
+
+
+def progress(stamps_s: list[float], t: float) -> float:
+    """Loops completed by time ``t`` of a block whose loops end at ``stamps_s[1:]`` (``stamps_s[0]`` its start),
+    counting the loop under way in proportion to its time elapsed: 0 before the start, the loop count after the
+    end."""
+    if len(stamps_s) < 2 or t <= stamps_s[0]:
+        return 0.0
+    if t >= stamps_s[-1]:
+        return float(len(stamps_s) - 1)
+    i = bisect.bisect_right(stamps_s, t) - 1  # stamps_s[i] <= t < stamps_s[i + 1]
+    a, b = stamps_s[i], stamps_s[i + 1]
+    return i + (t - a) / (b - a)
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """The stretch two blocks both cover and each one's time per loop in it."""
+
+    start_s: float
+    end_s: float
+    per_loop_s: tuple[float, float]
+
+    @property
+    def d(self) -> float:
+        """ln(time per loop of slot 0 / that of slot 1)."""
+        return math.log(self.per_loop_s[0] / self.per_loop_s[1])
+
+
+def common_stretch(a: list[float], b: list[float]) -> Stretch:
+    """Each block's time per loop over the stretch both cover (stamps in seconds, as :func:`progress`). ValueError
+    where they do not overlap or a block completes no part of a loop there."""
+    lo, hi = max(a[0], b[0]), min(a[-1], b[-1])
+    if not hi > lo:
+        raise ValueError("the two blocks do not overlap")
+    n = [progress(s, hi) - progress(s, lo) for s in (a, b)]
+    if min(n) <= 0:
+        raise ValueError("a block completes nothing in the common stretch")
+    return Stretch(lo, hi, ((hi - lo) / n[0], (hi - lo) / n[1]))
+
+
+def pair_costs(ds: list[float], recorded: list[int]) -> list[float]:
+    """The recording's cost (relative change of the time per loop) from consecutive repetitions that recorded slot
+    0 then slot 1: exp((d_0 - d_1) / 2) - 1 per pair, where d = ln(slot 0 / slot 1). The slots' own difference
+    (their GPUs and CPUs) is in both d's and cancels. ValueError where the repetitions do not alternate so."""
+    if len(ds) != len(recorded) or len(ds) % 2:
+        raise ValueError("pairs need an even number of repetitions, each with its recorded slot")
+    out = []
+    for k in range(0, len(ds), 2):
+        if (recorded[k], recorded[k + 1]) != (0, 1):
+            raise ValueError(f"repetitions {k} and {k + 1} do not record slot 0 then slot 1")
+        out.append(math.expm1((ds[k] - ds[k + 1]) / 2.0))
+    return out
+
+
+#: The bins of :func:`comovement` (s).
+BIN_S = 2.0
+
+
+def comovement(a: list[float], b: list[float], bin_s: float = BIN_S) -> float | None:
+    """Pearson's r of the two blocks' log speeds (loops per bin, :func:`progress`) over the bins of ``bin_s`` that
+    fit in the stretch both cover: near 1 where the host's slow spells hit both copies alike, so that their ratio
+    cancels them. None with fewer than three bins or a constant speed."""
+    lo, hi = max(a[0], b[0]), min(a[-1], b[-1])
+    n = int((hi - lo) // bin_s)
+    if n < 3:
+        return None
+    edges = [lo + k * bin_s for k in range(n + 1)]
+    rates = []
+    for s in (a, b):
+        p = [progress(s, t) for t in edges]
+        done = [q - r for r, q in itertools.pairwise(p)]
+        if min(done) <= 0:
+            return None
+        rates.append([math.log(x) for x in done])
+    x, y = rates
+    if statistics.pstdev(x) == 0 or statistics.pstdev(y) == 0:
+        return None
+    return statistics.correlation(x, y)
+
+
+def steal_share(samples: list[tuple[float, int, int]], lo: float, hi: float) -> float | None:
+    """The share of the CPUs' time the hypervisor took (steal) between ``lo`` and ``hi`` from ``/proc/stat``
+    samples (time, steal jiffies, all jiffies): None with fewer than two samples in the stretch."""
+    inside = [s for s in samples if lo <= s[0] <= hi]
+    if len(inside) < 2 or inside[-1][2] == inside[0][2]:
+        return None
+    return (inside[-1][1] - inside[0][1]) / (inside[-1][2] - inside[0][2])
+
+
+def _read_stat() -> tuple[int, int]:
+    with open("/proc/stat") as f:
+        parts = f.readline().split()[1:]
+    vals = [int(x) for x in parts]
+    return (vals[7] if len(vals) > 7 else 0), sum(vals)
+
+
+class StealSampler:
+    """/proc/stat's steal and total jiffies every ``period_s`` in a thread, stamped with Unix time."""
+
+    def __init__(self, period_s: float = 1.0) -> None:
+        self.period_s = period_s
+        self.samples: list[tuple[float, int, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                steal, total = _read_stat()
+            except (OSError, ValueError):
+                return
+            self.samples.append((time.time(), steal, total))
+            self._stop.wait(self.period_s)
+
+    def __enter__(self) -> StealSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+@dataclass
+class Child:
+    proc: subprocess.Popen[str]
+    lines: list[str]
+    ready: threading.Event
+    reader: threading.Thread
+
+
+def _reader(stream: IO[str], lines: list[str], ready: threading.Event) -> None:
+    for line in stream:
+        lines.append(line)
+        if line.strip() == "READY":
+            ready.set()
+    ready.set()  # ended without READY: the parent finds out from the exit status
+
+
+def _start(cmd: list[str], env: dict[str, str], log: IO[str]) -> Child:
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True)
+    lines: list[str] = []
+    ready = threading.Event()
+    assert proc.stdout is not None
+    t = threading.Thread(target=_reader, args=(proc.stdout, lines, ready), daemon=True)
+    t.start()
+    return Child(proc, lines, ready, t)
+
+
+def _block(child: Child, what: str) -> list[float]:
+    child.proc.wait()
+    child.reader.join()
+    if child.proc.returncode != 0:
+        raise RuntimeError(f"{what} exited {child.proc.returncode}")
+    for line in reversed(child.lines):
+        if line.startswith('{"block_s"'):
+            return [int(x) * 1e-9 for x in json.loads(line)["stamps_ns"]]
+    raise RuntimeError(f"{what} printed no block")
+
+
+def run_pair(
+    workload: str,
+    gpus: tuple[int, int],
+    cpus: tuple[list[int], list[int]],
+    block_s: float,
+    recorded: int | None,
+    run_dir: Path,
+    log: IO[str],
+) -> tuple[list[float], list[float]]:
+    """Both copies at once; the stamps (s) of slot 0's block and slot 1's."""
+    children: list[Child] = []
+    for slot in (0, 1):
+        child = [sys.executable, str(BENCH), "--child", workload, "--block-s", f"{block_s:g}", "--wait-go"]
+        child += ["--cpus", ",".join(map(str, cpus[slot]))] if cpus[slot] else []
+        env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", PYTHONUNBUFFERED="1")
+        if slot == recorded:
+            env.pop("CUDA_VISIBLE_DEVICES", None)
+            cmd = ["archline", "run", "--gpu", str(gpus[slot]), "-o", str(run_dir), "--", *child]
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = str(gpus[slot])
+            cmd = child
+        children.append(_start(cmd, env, log))
+    for c in children:
+        c.ready.wait()
+    for c in children:  # both go within microseconds of each other
+        assert c.proc.stdin is not None
+        try:
+            c.proc.stdin.write("go\n")
+            c.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+    names = [
+        "slot 0" + (" (archline run)" if recorded == 0 else ""),
+        "slot 1" + (" (archline run)" if recorded == 1 else ""),
+    ]
+    return _block(children[0], names[0]), _block(children[1], names[1])
+
+
+def split_two(allowed: list[int], spec: str) -> tuple[list[int], list[int], list[int]]:
+    """(slot 0's CPUs, slot 1's, this process's) for ``--cpus``: ``auto`` gives the upper half of ``allowed`` to the
+    copies, a quarter each (at most 8), the rest here; ``none`` pins nothing; ``A/B`` names the two sets."""
+    cpus = sorted(allowed)
+    if spec == "none":
+        return [], [], []
+    if spec == "auto":
+        if len(cpus) < 8:
+            return [], [], []
+        k = max(2, min(8, len(cpus) // 4))
+        return cpus[-2 * k : -k], cpus[-k:], cpus[: -2 * k]
+    a_text, sep, b_text = spec.partition("/")
+    if not sep:
+        raise ValueError(f"--cpus {spec}: give two sets as A/B (e.g. 16-23/24-31), auto or none")
+    a, b = parse_cpus(a_text), parse_cpus(b_text)
+    if set(a) & set(b) or not set(a) <= set(cpus) or not set(b) <= set(cpus) or not a or not b:
+        raise ValueError(f"--cpus {spec}: two disjoint, non-empty sets of the allowed CPUs {cpus}")
+    rest = [c for c in cpus if c not in a and c not in b]
+    return a, b, rest or cpus
+
+
+def verdict_of(costs: list[float]) -> dict[str, Any]:
+    """The pairs' estimate, interval, coverage and verdict (bench_run_overhead's ``auto`` rule)."""
+    est = paired_estimate(costs)
+    return {
+        "estimate": est.centre,
+        "lo": est.lo,
+        "hi": est.hi,
+        "coverage": est.coverage,
+        "n": est.n,
+        "verdict": interval_verdict(est.lo, est.hi, LIMIT),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--gpus", default="0,1", help="the two GPUs (NVML indices), slot 0's then slot 1's")
+    ap.add_argument("--workload", default="decode", help=f"one of {', '.join(WORKLOADS)}")
+    ap.add_argument("--reps", type=int, default=10, help="recorded repetitions, even (pairs of slot 0, slot 1)")
+    ap.add_argument("--aa", type=int, default=2, help="repetitions first with neither copy recorded")
+    ap.add_argument("--block-s", type=float, default=30.0, help="each copy's block lasts at least this")
+    ap.add_argument("--cpus", default="auto", help="auto, none, or the two copies' sets as A/B (16-23/24-31)")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    try:
+        g = [int(x) for x in args.gpus.split(",")]
+        if len(g) != 2 or g[0] == g[1]:
+            raise ValueError
+    except ValueError:
+        ap.error(f"--gpus {args.gpus}: two different GPU indices, e.g. 0,1")
+    if args.workload not in WORKLOADS:
+        ap.error(f"--workload {args.workload}: one of {', '.join(WORKLOADS)}")
+    if args.reps < 2 or args.reps % 2:
+        ap.error("--reps: an even number, at least 2")
+    try:
+        c0, c1, own = split_two(sorted(os.sched_getaffinity(0)), args.cpus)
+    except ValueError as exc:
+        ap.error(str(exc))
+    if own:
+        os.sched_setaffinity(0, own)  # this process, and archline run's sensors, away from the copies' CPUs
+    out = args.out or Path(tempfile.mkdtemp(prefix="archline-concurrent-"))
+    out.mkdir(parents=True, exist_ok=True)
+    gpus = (g[0], g[1])
+    plan: list[int | None] = [None] * args.aa + [k % 2 for k in range(args.reps)]
+    reps: list[dict[str, Any]] = []
+    t_all = time.perf_counter()
+    print(
+        f"== {args.workload}: {args.aa} repetitions without recording, then {args.reps} recording slot 0 and "
+        f"slot 1 in turn; blocks of {args.block_s:g} s; GPUs {gpus}; CPUs {c0 or 'free'} / {c1 or 'free'}, "
+        f"this process {own or 'free'}",
+        flush=True,
+    )
+    with open(out / "children.log", "w") as log, StealSampler() as steal:
+        for i, rec in enumerate(plan):
+            run_dir = out / f"run-{i}"
+            a, b = run_pair(args.workload, gpus, (c0, c1), args.block_s, rec, run_dir, log)
+            st = common_stretch(a, b)
+            share = steal_share(steal.samples, st.start_s, st.end_s)
+            row = {
+                "rep": i,
+                "recorded_slot": rec,
+                "stamps_s": [a, b],
+                "stretch_s": [st.start_s, st.end_s],
+                "per_loop_s": list(st.per_loop_s),
+                "d": st.d,
+                "steal_share": share,
+                "start_skew_s": b[0] - a[0],
+                "comovement": comovement(a, b),
+            }
+            reps.append(row)
+            who = "neither" if rec is None else f"slot {rec}"
+            print(
+                f"  rep {i} (recorded: {who}): slot 0 {1e3 * st.per_loop_s[0]:.1f} ms/loop, slot 1 "
+                f"{1e3 * st.per_loop_s[1]:.1f} ms/loop over {st.end_s - st.start_s:.1f} s; d = {100 * st.d:+.2f} %; "
+                f"start skew {1e3 * (b[0] - a[0]):+.1f} ms; speeds' correlation "
+                + ("n/a" if row["comovement"] is None else f"{row['comovement']:+.2f}")
+                + "; steal "
+                + ("n/a" if share is None else f"{100 * share:.2f} %"),
+                flush=True,
+            )
+    aa = [r["d"] for r in reps if r["recorded_slot"] is None]
+    main_reps = [r for r in reps if r["recorded_slot"] is not None]
+    costs = pair_costs([r["d"] for r in main_reps], [r["recorded_slot"] for r in main_reps])
+    result = verdict_of(costs)
+    slots = [(main_reps[k]["d"] + main_reps[k + 1]["d"]) / 2 for k in range(0, len(main_reps), 2)]
+    result |= {
+        "pair_costs": costs,
+        "aa_d": aa,
+        "slot_difference_per_pair": slots,
+        "aa_spread": (max(aa) - min(aa)) if len(aa) > 1 else None,
+    }
+    print(
+        f"archline run's default, whole cost on the time per loop: {100 * result['estimate']:+.2f} % "
+        f"[{100 * result['lo']:+.2f}, {100 * result['hi']:+.2f}] ({100 * result['coverage']:.0f} %, "
+        f"n = {result['n']} pairs) {result['verdict']}"
+    )
+    print("  pairs: " + ", ".join(f"{100 * c:+.2f} %" for c in costs))
+    print(
+        "  the slots' own difference (ln): without recording "
+        + (", ".join(f"{100 * x:+.2f} %" for x in aa) or "not measured")
+        + "; from each pair "
+        + ", ".join(f"{100 * x:+.2f} %" for x in slots)
+    )
+    r_all = [r["comovement"] for r in reps if r["comovement"] is not None]
+    if r_all:
+        print(
+            f"  the copies' speeds over {BIN_S:g} s bins move together: correlation of their log rates, median "
+            f"{statistics.median(r_all):+.2f} (range {min(r_all):+.2f} .. {max(r_all):+.2f})"
+        )
+    print(f"took {time.perf_counter() - t_all:.0f} s for {len(reps)} repetitions")
+    summary = {"workload": args.workload, "gpus": list(gpus), "cpus": [c0, c1, own], "block_s": args.block_s}
+    summary |= {"reps": reps, "result": result}
+    tmp = out / "overhead_concurrent.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1))
+    tmp.replace(out / "overhead_concurrent.json")
+    return 0 if result["verdict"] == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
