@@ -224,8 +224,22 @@ def timed(fn: Callable[[], None]) -> float:
     return time.perf_counter() - t0
 
 
+def spin_unit(n: int) -> float:
+    """Seconds that ``n`` iterations of a pure-Python loop take here: the speed of this thread's CPU right now."""
+    t0 = time.perf_counter()
+    k = 0
+    for i in range(n):
+        k ^= i
+    return time.perf_counter() - t0
+
+
 def child_main(
-    name: str, loops: int, cpus: list[int] | None = None, block_s: float | None = None, wait_go: bool = False
+    name: str,
+    loops: int,
+    cpus: list[int] | None = None,
+    block_s: float | None = None,
+    wait_go: bool = False,
+    spin_n: int = 0,
 ) -> int:
     """The workload alone, as a child process: warm up, time one block of ``loops`` loops (with ``block_s``:
     as many loops as it takes to last at least ``block_s`` seconds), print it as JSON with the Unix time (ns)
@@ -233,7 +247,10 @@ def child_main(
     (imports, set-up, warm-up: what each child costs besides its block). Just before the block it prints
     ``READY`` on a line of its own (flushed), for a parent that acts while the block runs
     (benchmarks/overhead_interleaved.py); with ``wait_go`` it then waits for a line on its stdin before the block
-    (benchmarks/overhead_concurrent.py starts two copies' blocks at once); the JSON is the last line."""
+    (benchmarks/overhead_concurrent.py starts two copies' blocks at once); the JSON is the last line.
+    With ``spin_n`` the main thread is pinned to the first of ``cpus`` (its other threads keep them all) and
+    times :func:`spin_unit` before the first loop and after each (``spin_s``), each loop timed apart
+    (``loop_s``): the lent hosts' CPUs change speed in spells of seconds (session 28), which the spins read."""
     t_start = time.perf_counter()
     if cpus:
         os.sched_setaffinity(0, cpus)  # before any thread starts: all of them inherit it
@@ -242,23 +259,29 @@ def child_main(
         return 3
     _, fn = load
     fn()
+    if spin_n and cpus:
+        os.sched_setaffinity(0, cpus[:1])  # this thread only; the others keep the whole set
     print("READY", flush=True)
     if wait_go:
         sys.stdin.readline()
     stamps = [time.time_ns()]
+    spins = [spin_unit(spin_n)] if spin_n else []
+    loop_s: list[float] = []
     t0 = time.perf_counter()
-    if block_s is None:
-        for _ in range(loops):
-            fn()
-            stamps.append(time.time_ns())
-    else:
-        while True:
-            fn()
-            stamps.append(time.time_ns())
-            if time.perf_counter() - t0 >= block_s:
-                break
+    while True:
+        a = time.perf_counter()
+        fn()
+        loop_s.append(time.perf_counter() - a)
+        stamps.append(time.time_ns())
+        if spin_n:
+            spins.append(spin_unit(spin_n))
+        if (len(loop_s) >= loops) if block_s is None else (time.perf_counter() - t0 >= block_s):
+            break
     block = time.perf_counter() - t0
-    print(json.dumps({"block_s": block, "stamps_ns": stamps, "setup_s": t0 - t_start}), flush=True)
+    out: dict[str, Any] = {"block_s": block, "stamps_ns": stamps, "setup_s": t0 - t_start}
+    if spin_n:
+        out |= {"spin_n": spin_n, "spin_s": spins, "loop_s": loop_s}
+    print(json.dumps(out), flush=True)
     return 0
 
 
@@ -743,10 +766,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--block-s", type=float, default=None, help=argparse.SUPPRESS)
     # child mode: wait for a line on stdin after READY (benchmarks/overhead_concurrent.py)
     ap.add_argument("--wait-go", action="store_true", help=argparse.SUPPRESS)
+    # child mode: time a pure-Python spin of this many iterations around each loop (benchmarks/overhead_concurrent.py)
+    ap.add_argument("--spin-n", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
         child_cpus = parse_cpus(args.cpus) if args.cpus not in ("auto", "none") else None
-        return child_main(args.child, args.loops, child_cpus, args.block_s, args.wait_go)
+        return child_main(args.child, args.loops, child_cpus, args.block_s, args.wait_go, args.spin_n)
     names = [w for w in args.workloads.split(",") if w]
     modes = [m for m in args.modes.split(",") if m]
     bad = [w for w in names if w not in WORKLOADS] + [m for m in modes if m not in MODES]

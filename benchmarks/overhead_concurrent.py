@@ -22,6 +22,13 @@ stretch both run.
 * The verdict is the one bench_run_overhead.py gives ``auto`` (session 12's, two-sided, on the whole interval):
   the pairs' Hodges-Lehmann estimate with its signed-rank interval, PASS inside ±3 %, FAIL above, NOISE below,
   UNRESOLVED across a limit.
+* ``--spin-n N`` (since plan_s28b found why the copies do not slow down together: each CPU of the lent hosts changes
+  its own speed, by up to 1.7×, in spells of seconds, and the decode loop's main thread is on its CPU all the time):
+  each copy's main thread is pinned to one CPU and times N iterations of a pure-Python loop before its first loop
+  and after each; a loop's time over the mean of the spins around it is its time per CPU speed
+  (:func:`per_speed`), and the verdict is on that. archline's own work inside the program's thread (CUPTI's
+  callbacks, the driver's locks the sensors take) lengthens the loops, not the spins; its threads elsewhere do
+  neither unless they share that CPU. The time per loop as it ran is printed beside it.
 * The host's steal time (``/proc/stat``) is sampled every second: a slow spell that is the hypervisor's shows
   there.
 
@@ -96,6 +103,16 @@ def common_stretch(a: list[float], b: list[float]) -> Stretch:
     if min(n) <= 0:
         raise ValueError("a block completes nothing in the common stretch")
     return Stretch(lo, hi, ((hi - lo) / n[0], (hi - lo) / n[1]))
+
+
+def per_speed(block: dict[str, Any]) -> float | None:
+    """A block's mean time per loop in units of its CPU's speed at the time: each loop's time over the mean of the
+    spins just before and after it (``bench_run_overhead.py --spin-n``; the main thread pinned to one CPU, whose
+    speed the spins read). None without spins."""
+    loops, spins = block.get("loop_s") or [], block.get("spin_s") or []
+    if not loops or len(spins) != len(loops) + 1 or min(spins) <= 0:
+        return None
+    return statistics.fmean(w / ((spins[i] + spins[i + 1]) / 2.0) for i, w in enumerate(loops))
 
 
 def pair_costs(ds: list[float], recorded: list[int]) -> list[float]:
@@ -207,14 +224,15 @@ def _start(cmd: list[str], env: dict[str, str], log: IO[str]) -> Child:
     return Child(proc, lines, ready, t)
 
 
-def _block(child: Child, what: str) -> list[float]:
+def _block(child: Child, what: str) -> dict[str, Any]:
     child.proc.wait()
     child.reader.join()
     if child.proc.returncode != 0:
         raise RuntimeError(f"{what} exited {child.proc.returncode}")
     for line in reversed(child.lines):
-        if line.startswith('{"block_s"'):
-            return [int(x) * 1e-9 for x in json.loads(line)["stamps_ns"]]
+        if line.startswith("{") and '"stamps_ns"' in line:
+            out: dict[str, Any] = json.loads(line)
+            return out
     raise RuntimeError(f"{what} printed no block")
 
 
@@ -226,12 +244,14 @@ def run_pair(
     recorded: int | None,
     run_dir: Path,
     log: IO[str],
-) -> tuple[list[float], list[float]]:
-    """Both copies at once; the stamps (s) of slot 0's block and slot 1's."""
+    spin_n: int = 0,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both copies at once; what slot 0's child printed of its block, and slot 1's."""
     children: list[Child] = []
     for slot in (0, 1):
         child = [sys.executable, str(BENCH), "--child", workload, "--block-s", f"{block_s:g}", "--wait-go"]
         child += ["--cpus", ",".join(map(str, cpus[slot]))] if cpus[slot] else []
+        child += ["--spin-n", str(spin_n)] if spin_n else []
         env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID", PYTHONUNBUFFERED="1")
         if slot == recorded:
             env.pop("CUDA_VISIBLE_DEVICES", None)
@@ -290,6 +310,13 @@ def verdict_of(costs: list[float]) -> dict[str, Any]:
     }
 
 
+def _save(out: Path, summary: dict[str, Any]) -> None:
+    """overhead_concurrent.json, written whole or not at all (after each repetition, then with the verdict)."""
+    tmp = out / "overhead_concurrent.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1))
+    tmp.replace(out / "overhead_concurrent.json")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--gpus", default="0,1", help="the two GPUs (NVML indices), slot 0's then slot 1's")
@@ -298,6 +325,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--aa", type=int, default=2, help="repetitions first with neither copy recorded")
     ap.add_argument("--block-s", type=float, default=30.0, help="each copy's block lasts at least this")
     ap.add_argument("--cpus", default="auto", help="auto, none, or the two copies' sets as A/B (16-23/24-31)")
+    ap.add_argument(
+        "--spin-n",
+        type=int,
+        default=0,
+        help="time a pure-Python spin of this many iterations around each loop and judge the time per loop per "
+        "CPU speed (0: the time per loop as it ran)",
+    )
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     try:
@@ -331,48 +365,66 @@ def main(argv: list[str] | None = None) -> int:
     with open(out / "children.log", "w") as log, StealSampler() as steal:
         for i, rec in enumerate(plan):
             run_dir = out / f"run-{i}"
-            a, b = run_pair(args.workload, gpus, (c0, c1), args.block_s, rec, run_dir, log)
+            blocks = run_pair(args.workload, gpus, (c0, c1), args.block_s, rec, run_dir, log, args.spin_n)
+            a, b = ([int(x) * 1e-9 for x in blk["stamps_ns"]] for blk in blocks)
             st = common_stretch(a, b)
             share = steal_share(steal.samples, st.start_s, st.end_s)
+            speed = [per_speed(blk) for blk in blocks]
             row = {
                 "rep": i,
                 "recorded_slot": rec,
-                "stamps_s": [a, b],
+                "blocks": list(blocks),
                 "stretch_s": [st.start_s, st.end_s],
                 "per_loop_s": list(st.per_loop_s),
                 "d": st.d,
+                "per_speed": speed,
+                "d_speed": math.log(speed[0] / speed[1]) if speed[0] and speed[1] else None,
                 "steal_share": share,
                 "start_skew_s": b[0] - a[0],
                 "comovement": comovement(a, b),
             }
             reps.append(row)
+            _save(out, {"workload": args.workload, "gpus": list(gpus), "block_s": args.block_s, "reps": reps})
             who = "neither" if rec is None else f"slot {rec}"
             print(
                 f"  rep {i} (recorded: {who}): slot 0 {1e3 * st.per_loop_s[0]:.1f} ms/loop, slot 1 "
-                f"{1e3 * st.per_loop_s[1]:.1f} ms/loop over {st.end_s - st.start_s:.1f} s; d = {100 * st.d:+.2f} %; "
-                f"start skew {1e3 * (b[0] - a[0]):+.1f} ms; speeds' correlation "
+                f"{1e3 * st.per_loop_s[1]:.1f} ms/loop over {st.end_s - st.start_s:.1f} s; d = {100 * st.d:+.2f} %"
+                + ("" if row["d_speed"] is None else f", per CPU speed {100 * row['d_speed']:+.2f} %")
+                + f"; start skew {1e3 * (b[0] - a[0]):+.1f} ms; speeds' correlation "
                 + ("n/a" if row["comovement"] is None else f"{row['comovement']:+.2f}")
                 + "; steal "
                 + ("n/a" if share is None else f"{100 * share:.2f} %"),
                 flush=True,
             )
-    aa = [r["d"] for r in reps if r["recorded_slot"] is None]
+    key = "d_speed" if all(r["d_speed"] is not None for r in reps) and args.spin_n else "d"
+    aa = [r[key] for r in reps if r["recorded_slot"] is None]
     main_reps = [r for r in reps if r["recorded_slot"] is not None]
-    costs = pair_costs([r["d"] for r in main_reps], [r["recorded_slot"] for r in main_reps])
+    rec_slots = [r["recorded_slot"] for r in main_reps]
+    costs = pair_costs([r[key] for r in main_reps], rec_slots)
     result = verdict_of(costs)
-    slots = [(main_reps[k]["d"] + main_reps[k + 1]["d"]) / 2 for k in range(0, len(main_reps), 2)]
+    slots = [(main_reps[k][key] + main_reps[k + 1][key]) / 2 for k in range(0, len(main_reps), 2)]
     result |= {
+        "judged_on": "time per loop per CPU speed" if key == "d_speed" else "time per loop",
         "pair_costs": costs,
         "aa_d": aa,
         "slot_difference_per_pair": slots,
         "aa_spread": (max(aa) - min(aa)) if len(aa) > 1 else None,
     }
+    if key == "d_speed":
+        raw = verdict_of(pair_costs([r["d"] for r in main_reps], rec_slots))
+        result["raw"] = raw | {"pair_costs": pair_costs([r["d"] for r in main_reps], rec_slots)}
     print(
-        f"archline run's default, whole cost on the time per loop: {100 * result['estimate']:+.2f} % "
+        f"archline run's default, whole cost on the {result['judged_on']}: {100 * result['estimate']:+.2f} % "
         f"[{100 * result['lo']:+.2f}, {100 * result['hi']:+.2f}] ({100 * result['coverage']:.0f} %, "
         f"n = {result['n']} pairs) {result['verdict']}"
     )
     print("  pairs: " + ", ".join(f"{100 * c:+.2f} %" for c in costs))
+    if "raw" in result:
+        r0 = result["raw"]
+        print(
+            f"  on the time per loop as it ran (not judged): {100 * r0['estimate']:+.2f} % [{100 * r0['lo']:+.2f}, "
+            f"{100 * r0['hi']:+.2f}] {r0['verdict']}; pairs " + ", ".join(f"{100 * c:+.2f} %" for c in r0["pair_costs"])
+        )
     print(
         "  the slots' own difference (ln): without recording "
         + (", ".join(f"{100 * x:+.2f} %" for x in aa) or "not measured")
@@ -388,9 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"took {time.perf_counter() - t_all:.0f} s for {len(reps)} repetitions")
     summary = {"workload": args.workload, "gpus": list(gpus), "cpus": [c0, c1, own], "block_s": args.block_s}
     summary |= {"reps": reps, "result": result}
-    tmp = out / "overhead_concurrent.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=1))
-    tmp.replace(out / "overhead_concurrent.json")
+    _save(out, summary)
     return 0 if result["verdict"] == "PASS" else 1
 
 

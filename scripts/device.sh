@@ -31,7 +31,8 @@
 #                   and the decode loop, INTERLEAVED_SECONDS each, sensors toggled every INTERLEAVED_TOGGLE_S s, 10 by default)
 #   concurrent      benchmarks/overhead_concurrent.py (two GPUs: the same program twice at once, one under archline run,
 #                   the recorded one alternating; CONCURRENT_WORKLOAD decode, CONCURRENT_REPS 10, CONCURRENT_AA 2,
-#                   CONCURRENT_BLOCK_S 30; ~13 min for the decode loop)
+#                   CONCURRENT_BLOCK_S 30, CONCURRENT_SPIN_N 0 (judge per CPU speed: overhead_concurrent.py --spin-n);
+#                   ~13 min for the decode loop)
 #   overhead        benchmarks/bench_run_overhead.py (archline run's default tracing cost on CNN and transformer
 #                   training and a decode loop; 7 alternating pairs of 20 s blocks (two duty periods), children pinned;
 #                   ~5-6 min per workload: pass OVERHEAD_WORKLOADS=one per call)
@@ -131,7 +132,7 @@ for s in "$@"; do
     concurrent) cw=/tmp/archline-concurrent; rm -rf "$cw"  # two copies at once on GPUs 0 and 1, one under archline run
               step concurrent ${CONCURRENT_LIMIT:-1500} python3 "$B/overhead_concurrent.py" --gpus 0,1 \
                 --workload ${CONCURRENT_WORKLOAD:-decode} --reps ${CONCURRENT_REPS:-10} --aa ${CONCURRENT_AA:-2} \
-                --block-s ${CONCURRENT_BLOCK_S:-30} --out "$cw"
+                --block-s ${CONCURRENT_BLOCK_S:-30} --spin-n ${CONCURRENT_SPIN_N:-0} --out "$cw"
               lscpu -e >"$OUT/logs/lscpu.txt" 2>&1
               d="$R/bench/overhead-concurrent"; mkdir -p "$d" && cp "$cw/overhead_concurrent.json" "$cw/children.log" "$d/"
               for m in "$cw"/run-*/manifest.json; do [ -f "$m" ] && cp "$m" "$d/$(basename "$(dirname "$m")")-manifest.json"; done ;;

@@ -118,16 +118,28 @@ def test_cpus_split_in_two_sets_and_this_process(oc):
 
 
 FAKE_CHILD = """\
-import json, sys
+import json, os, sys
 args = sys.argv[1:]
-slot = int(__import__("os").environ["CUDA_VISIBLE_DEVICES"])
+slot = int(os.environ["CUDA_VISIBLE_DEVICES"])
 print("READY", flush=True)
 assert sys.stdin.readline().strip() == "go"
-rec = __import__("os").environ.get("FAKE_RECORDED") == "1"
-per = 0.3 * (1.02 if rec else 1.0) * (1.05 if slot == 1 else 1.0)
+rec = os.environ.get("FAKE_RECORDED") == "1"
+out = {"setup_s": 0.0}
 t0 = 1_000.0
-st = [t0 + k * per for k in range(101)]
-print(json.dumps({"block_s": st[-1] - t0, "stamps_ns": [int(x * 1e9) for x in st], "setup_s": 0.0}), flush=True)
+if "--spin-n" in args:
+    # the CPU of the copy in slot 1 runs 1.5x slower for its second half: loops and spins alike
+    cpu = [1.0 + (0.5 if slot == 1 and k >= 50 else 0.0) for k in range(101)]
+    loop = [0.3 * (1.02 if rec else 1.0) * cpu[k] for k in range(100)]
+    spin = [0.01 * cpu[min(k, 100)] for k in range(101)]
+    st = [t0]
+    for k in range(100):
+        st.append(st[-1] + loop[k] + spin[k + 1])
+    out |= {"loop_s": loop, "spin_s": spin}
+else:
+    per = 0.3 * (1.02 if rec else 1.0) * (1.05 if slot == 1 else 1.0)
+    st = [t0 + k * per for k in range(101)]
+out |= {"block_s": st[-1] - t0, "stamps_ns": [int(x * 1e9) for x in st]}
+print(json.dumps(out), flush=True)
 """
 
 FAKE_ARCHLINE = """\
@@ -166,6 +178,34 @@ def test_end_to_end_with_fake_children_and_a_fake_archline(oc, tmp_path, monkeyp
     assert [r["recorded_slot"] for r in summary["reps"]] == [None, 0, 1, 0, 1, 0, 1]
     assert res["aa_d"] == [pytest.approx(math.log(1 / 1.05))]
     assert "whole cost on the time per loop: +2.00 %" in text
+
+
+def test_per_speed_divides_each_loop_by_the_spins_around_it(oc):
+    assert oc.per_speed({"loop_s": [0.3, 0.6], "spin_s": [0.01, 0.01, 0.03]}) == pytest.approx((30 + 30) / 2)
+    assert oc.per_speed({"loop_s": [0.3], "spin_s": [0.01]}) is None
+    assert oc.per_speed({"stamps_ns": [0, 1]}) is None
+
+
+def test_judged_per_cpu_speed_where_a_cpu_slows_down(oc, tmp_path, monkeypatch, capsys):
+    """Slot 1's CPU slows by half for part of each block: the time per loop as it ran puts the cost far off, the
+    time per loop per CPU speed finds the 2 % the fake archline adds."""
+    child = tmp_path / "child.py"
+    child.write_text(FAKE_CHILD)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "archline"
+    fake.write_text(FAKE_ARCHLINE.format(python=sys.executable))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(oc, "BENCH", child)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "out"
+    argv = ["--reps", "10", "--aa", "0", "--block-s", "1", "--cpus", "none", "--spin-n", "1000", "--out", str(out)]
+    assert oc.main(argv) == 0
+    text = capsys.readouterr().out
+    res = json.loads((out / "overhead_concurrent.json").read_text())["result"]
+    assert res["judged_on"] == "time per loop per CPU speed" and res["n"] == 5
+    assert res["estimate"] == pytest.approx(0.02, abs=1e-6) and res["verdict"] == "PASS"
+    assert "time per loop as it ran (not judged)" in text and "per CPU speed" in text
 
 
 def test_bad_arguments_are_one_line_errors(oc, capsys):
