@@ -145,6 +145,52 @@ def read_smi(path: Path) -> dict[int, list[tuple[float, float, float]]]:
     return out
 
 
+def analyse(
+    gpus: list[int], outs: list[dict[str, Any]], spin_out: dict[str, Any], smi: dict[str, list[Any]]
+) -> dict[str, Any]:
+    """Every copy's summary (:func:`summarize`) with its GPU's SM clock range over its loops; the raw data kept."""
+    spin_rate = [(float(t), float(n)) for t, n in spin_out["bins"]]
+    report: dict[str, Any] = {"copies": [], "spin": spin_out, "smi": smi}
+    for g, o in zip(gpus, outs, strict=True):
+        rows = smi.get(str(g), [])
+        clock = [(float(r[0]), float(r[1])) for r in rows]
+        s = summarize(o, clock, spin_rate)
+        lo, hi = o["wall_ns"][0] * 1e-9, o["wall_ns"][-1] * 1e-9
+        during = [c for t, c in clock if lo <= t <= hi]
+        s["gpu"] = g
+        s["sm_clock_mhz"] = [min(during), max(during)] if during else None
+        report["copies"].append({**s, "raw": o})
+    return report
+
+
+def show(report: dict[str, Any]) -> None:
+    """Print each copy's line and the spin's."""
+    for s in report["copies"]:
+        clk = s.get("sm_clock_mhz")
+        if clk and clk[0] == clk[1]:
+            vs_clock = f"SM clock {clk[0]:.0f} MHz throughout its loops"
+        else:
+            rng = f" ({clk[0]:.0f} .. {clk[1]:.0f} MHz)" if clk else ""
+            vs_clock = f"ln loop time vs SM clock{rng} r = {s['corr_loop_vs_sm_clock']}"
+        r_spin = s["corr_loop_vs_spin_rate"]
+        print(
+            f"GPU {s['gpu']} (CPU {s['cpu']}): {s['loops']} loops, median {1e3 * s['median_loop_s']:.0f} ms "
+            f"({1e3 * s['min_loop_s']:.0f} .. {1e3 * s['max_loop_s']:.0f}); main thread on the CPU "
+            f"{100 * s['cpu_share_median']:.0f} % of the wall (least {100 * s['cpu_share_min']:.0f} %); "
+            f"host synchronisations per step {s['syncs_per_step']}; {vs_clock}; vs the other CPU's spin rate r = "
+            + ("n/a" if r_spin is None else f"{r_spin:+.2f}"),
+            flush=True,
+        )
+    spin_out = report["spin"]
+    rates = [float(n) for _, n in spin_out["bins"]]
+    per2 = [statistics.fmean(rates[k : k + 8]) for k in range(0, len(rates) - 7, 8)]
+    print(
+        f"spin on CPU {spin_out['cpu']}: {statistics.median(rates):.0f} iterations per 0.25 s, range "
+        f"{min(rates):.0f} .. {max(rates):.0f} ({len(rates)} bins); over 2 s: {min(per2):.0f} .. {max(per2):.0f} "
+        f"({max(per2) / min(per2):.2f}x)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--gpus", default="0,1")
@@ -153,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workload", default="decode")
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--from-json", type=Path, default=None, help="print the analysis of a saved --json")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--spin", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--cpu", type=int, default=0, help=argparse.SUPPRESS)
@@ -161,6 +208,16 @@ def main(argv: list[str] | None = None) -> int:
         return child(args.child, args.cpu, args.seconds)
     if args.spin:
         return spin(args.cpu, args.seconds)
+    if args.from_json is not None:
+        try:
+            saved = json.loads(args.from_json.read_text())
+            outs = [c["raw"] for c in saved["copies"]]
+            report = analyse([int(c["gpu"]) for c in saved["copies"]], outs, saved["spin"], saved["smi"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"error: {args.from_json}: not a readable loop_spells JSON ({exc})", file=sys.stderr)
+            return 2
+        show(report)
+        return 0
     gpus = [int(x) for x in args.gpus.split(",")]
     cpus = [int(x) for x in args.cpus.split(",")]
     if len(gpus) != len(cpus):
@@ -197,26 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         smi.terminate()
         smi.wait()
     smi_rows = read_smi(smi_path)
-    spin_rate = [(t, float(n)) for t, n in spin_out["bins"]]
-    report: dict[str, Any] = {"copies": [], "spin": spin_out, "smi": {str(k): v for k, v in smi_rows.items()}}
-    for g, o in zip(gpus, outs, strict=True):
-        clock = [(t, mhz) for t, mhz, _ in smi_rows.get(g, [])]
-        s = summarize(o, clock, spin_rate)
-        s["gpu"] = g
-        report["copies"].append({**s, "raw": o})
-        print(
-            f"GPU {g} (CPU {s['cpu']}): {s['loops']} loops, median {1e3 * s['median_loop_s']:.0f} ms "
-            f"({1e3 * s['min_loop_s']:.0f} .. {1e3 * s['max_loop_s']:.0f}); main thread on the CPU "
-            f"{100 * s['cpu_share_median']:.0f} % of the wall (least {100 * s['cpu_share_min']:.0f} %); "
-            f"host synchronisations per step {s['syncs_per_step']}; ln loop time vs SM clock r = "
-            f"{s['corr_loop_vs_sm_clock']}, vs the spin's rate r = {s['corr_loop_vs_spin_rate']}",
-            flush=True,
-        )
-    rates = [n for _, n in spin_rate]
-    print(
-        f"spin on CPU {args.spin_cpu}: {statistics.median(rates):.0f} iterations per 0.25 s, "
-        f"range {min(rates):.0f} .. {max(rates):.0f} ({len(rates)} bins)"
-    )
+    report = analyse(gpus, outs, spin_out, {str(k): v for k, v in smi_rows.items()})
+    show(report)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         part = args.json.with_suffix(".tmp")

@@ -310,6 +310,88 @@ def verdict_of(costs: list[float]) -> dict[str, Any]:
     }
 
 
+def analyse(reps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The verdict and what is printed beside it, from the repetitions (judged per CPU speed where every repetition
+    has it, else on the time per loop as it ran)."""
+    key = "d_speed" if reps and all(r.get("d_speed") is not None for r in reps) else "d"
+    aa = [r[key] for r in reps if r["recorded_slot"] is None]
+    main_reps = [r for r in reps if r["recorded_slot"] is not None]
+    rec_slots = [r["recorded_slot"] for r in main_reps]
+    costs = pair_costs([r[key] for r in main_reps], rec_slots)
+    result = verdict_of(costs)
+    slots = [(main_reps[k][key] + main_reps[k + 1][key]) / 2 for k in range(0, len(main_reps), 2)]
+    result |= {
+        "judged_on": "time per loop per CPU speed" if key == "d_speed" else "time per loop",
+        "pair_costs": costs,
+        "aa_d": aa,
+        "slot_difference_per_pair": slots,
+        "aa_spread": (max(aa) - min(aa)) if len(aa) > 1 else None,
+    }
+    if key == "d_speed":
+        raw = verdict_of(pair_costs([r["d"] for r in main_reps], rec_slots))
+        result["raw"] = raw | {"pair_costs": pair_costs([r["d"] for r in main_reps], rec_slots)}
+    return result
+
+
+def spin_tracking(reps: list[dict[str, Any]]) -> list[tuple[float, float, float]] | None:
+    """Per block with spins: (correlation of ln loop time with ln mean spin around it, the loops' coefficient of
+    variation as they ran, and per CPU speed): how much of a block's own spread the spins take out."""
+    out = []
+    for r in reps:
+        for blk in r.get("blocks") or []:
+            loops, spins = blk.get("loop_s") or [], blk.get("spin_s") or []
+            if len(loops) < 3 or len(spins) != len(loops) + 1:
+                continue
+            around = [(spins[k] + spins[k + 1]) / 2 for k in range(len(loops))]
+            per = [w / s for w, s in zip(loops, around, strict=True)]
+            ln_loops, ln_around = [math.log(x) for x in loops], [math.log(x) for x in around]
+            if statistics.pstdev(ln_loops) == 0 or statistics.pstdev(ln_around) == 0:
+                continue  # a constant series has no correlation
+            r_ = statistics.correlation(ln_loops, ln_around)
+            out.append(
+                (r_, statistics.pstdev(loops) / statistics.fmean(loops), statistics.pstdev(per) / statistics.fmean(per))
+            )
+    return out or None
+
+
+def report(result: dict[str, Any], reps: list[dict[str, Any]]) -> None:
+    """Print the verdict, the pairs, the slots' difference, the copies' co-movement and the spins' tracking."""
+    costs, aa, slots = result["pair_costs"], result["aa_d"], result["slot_difference_per_pair"]
+    print(
+        f"archline run's default, whole cost on the {result['judged_on']}: {100 * result['estimate']:+.2f} % "
+        f"[{100 * result['lo']:+.2f}, {100 * result['hi']:+.2f}] ({100 * result['coverage']:.0f} %, "
+        f"n = {result['n']} pairs) {result['verdict']}"
+    )
+    print("  pairs: " + ", ".join(f"{100 * c:+.2f} %" for c in costs))
+    if "raw" in result:
+        r0 = result["raw"]
+        print(
+            f"  on the time per loop as it ran (not judged): {100 * r0['estimate']:+.2f} % [{100 * r0['lo']:+.2f}, "
+            f"{100 * r0['hi']:+.2f}] {r0['verdict']}; pairs " + ", ".join(f"{100 * c:+.2f} %" for c in r0["pair_costs"])
+        )
+    print(
+        "  the slots' own difference (ln): without recording "
+        + (", ".join(f"{100 * x:+.2f} %" for x in aa) or "not measured")
+        + "; from each pair "
+        + ", ".join(f"{100 * x:+.2f} %" for x in slots)
+    )
+    r_all = [r["comovement"] for r in reps if r["comovement"] is not None]
+    if r_all:
+        print(
+            f"  the copies' speeds over {BIN_S:g} s bins move together: correlation of their log rates, median "
+            f"{statistics.median(r_all):+.2f} (range {min(r_all):+.2f} .. {max(r_all):+.2f})"
+        )
+    track = spin_tracking(reps)
+    if track:
+        rs, raw_cv, per_cv = zip(*track, strict=True)
+        print(
+            f"  inside each block ({len(track)}): ln loop time against the spins around it r = {min(rs):+.2f} .. "
+            f"{max(rs):+.2f} (median {statistics.median(rs):+.2f}); the loops' spread as they ran "
+            f"{100 * statistics.median(raw_cv):.0f} % (median CV), per CPU speed "
+            f"{100 * statistics.median(per_cv):.0f} %"
+        )
+
+
 def _save(out: Path, summary: dict[str, Any]) -> None:
     """overhead_concurrent.json, written whole or not at all (after each repetition, then with the verdict)."""
     tmp = out / "overhead_concurrent.json.tmp"
@@ -333,7 +415,22 @@ def main(argv: list[str] | None = None) -> int:
         "CPU speed (0: the time per loop as it ran)",
     )
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--from-json", type=Path, default=None, help="print the analysis of a saved overhead_concurrent.json"
+    )
     args = ap.parse_args(argv)
+    if args.from_json is not None:
+        try:
+            saved = json.loads(args.from_json.read_text())
+            reps_saved = saved["reps"]
+            result = analyse(reps_saved)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"error: {args.from_json}: not a readable overhead_concurrent.json ({exc})", file=sys.stderr)
+            return 2
+        gpus_saved, block = saved.get("gpus"), saved.get("block_s")
+        print(f"== {args.from_json}: {saved.get('workload')}, blocks of {block} s, GPUs {gpus_saved}")
+        report(result, reps_saved)
+        return 0 if result["verdict"] == "PASS" else 1
     try:
         g = [int(x) for x in args.gpus.split(",")]
         if len(g) != 2 or g[0] == g[1]:
@@ -396,47 +493,8 @@ def main(argv: list[str] | None = None) -> int:
                 + ("n/a" if share is None else f"{100 * share:.2f} %"),
                 flush=True,
             )
-    key = "d_speed" if all(r["d_speed"] is not None for r in reps) and args.spin_n else "d"
-    aa = [r[key] for r in reps if r["recorded_slot"] is None]
-    main_reps = [r for r in reps if r["recorded_slot"] is not None]
-    rec_slots = [r["recorded_slot"] for r in main_reps]
-    costs = pair_costs([r[key] for r in main_reps], rec_slots)
-    result = verdict_of(costs)
-    slots = [(main_reps[k][key] + main_reps[k + 1][key]) / 2 for k in range(0, len(main_reps), 2)]
-    result |= {
-        "judged_on": "time per loop per CPU speed" if key == "d_speed" else "time per loop",
-        "pair_costs": costs,
-        "aa_d": aa,
-        "slot_difference_per_pair": slots,
-        "aa_spread": (max(aa) - min(aa)) if len(aa) > 1 else None,
-    }
-    if key == "d_speed":
-        raw = verdict_of(pair_costs([r["d"] for r in main_reps], rec_slots))
-        result["raw"] = raw | {"pair_costs": pair_costs([r["d"] for r in main_reps], rec_slots)}
-    print(
-        f"archline run's default, whole cost on the {result['judged_on']}: {100 * result['estimate']:+.2f} % "
-        f"[{100 * result['lo']:+.2f}, {100 * result['hi']:+.2f}] ({100 * result['coverage']:.0f} %, "
-        f"n = {result['n']} pairs) {result['verdict']}"
-    )
-    print("  pairs: " + ", ".join(f"{100 * c:+.2f} %" for c in costs))
-    if "raw" in result:
-        r0 = result["raw"]
-        print(
-            f"  on the time per loop as it ran (not judged): {100 * r0['estimate']:+.2f} % [{100 * r0['lo']:+.2f}, "
-            f"{100 * r0['hi']:+.2f}] {r0['verdict']}; pairs " + ", ".join(f"{100 * c:+.2f} %" for c in r0["pair_costs"])
-        )
-    print(
-        "  the slots' own difference (ln): without recording "
-        + (", ".join(f"{100 * x:+.2f} %" for x in aa) or "not measured")
-        + "; from each pair "
-        + ", ".join(f"{100 * x:+.2f} %" for x in slots)
-    )
-    r_all = [r["comovement"] for r in reps if r["comovement"] is not None]
-    if r_all:
-        print(
-            f"  the copies' speeds over {BIN_S:g} s bins move together: correlation of their log rates, median "
-            f"{statistics.median(r_all):+.2f} (range {min(r_all):+.2f} .. {max(r_all):+.2f})"
-        )
+    result = analyse(reps)
+    report(result, reps)
     print(f"took {time.perf_counter() - t_all:.0f} s for {len(reps)} repetitions")
     summary = {"workload": args.workload, "gpus": list(gpus), "cpus": [c0, c1, own], "block_s": args.block_s}
     summary |= {"reps": reps, "result": result}

@@ -55,3 +55,25 @@ def test_nvidia_smi_rows_are_read_per_gpu(ls, tmp_path):
     assert [r[1:] for r in rows[0]] == [(1980.0, 35.0), (1755.0, 40.0)]
     assert rows[0][1][0] - rows[0][0][0] == pytest.approx(0.25)
     assert rows[1][0][1] == 345.0
+
+
+def test_a_saved_run_is_analysed_again_and_bad_input_is_one_line(ls, tmp_path, capsys):
+    import json
+
+    wall = [int((1000.0 + 0.3 * k) * 1e9) for k in range(40)]
+    saved = {
+        "copies": [{"gpu": 0, "raw": {"wall_ns": wall, "thread_ns": wall, "syncs_per_step": 1, "cpu": 16}}],
+        "spin": {"cpu": 8, "bins": [[1000.0 + 0.25 * k, 4000 if k < 20 else 8000] for k in range(60)]},
+        "smi": {"0": [[1000.0 + 0.25 * k, 1980.0, 12.0] for k in range(60)]},
+    }
+    p = tmp_path / "spells.json"
+    p.write_text(json.dumps(saved))
+    assert ls.main(["--from-json", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "SM clock 1980 MHz throughout its loops" in out
+    assert "main thread on the CPU 100 %" in out and "(2.00x)" in out
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert ls.main(["--from-json", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.json" in err

@@ -208,6 +208,27 @@ def test_judged_per_cpu_speed_where_a_cpu_slows_down(oc, tmp_path, monkeypatch, 
     assert "time per loop as it ran (not judged)" in text and "per CPU speed" in text
 
 
+def test_a_saved_summary_is_analysed_again(oc, tmp_path, capsys):
+    out = tmp_path / "out"
+    child = tmp_path / "child.py"
+    child.write_text(FAKE_CHILD)
+    reps = []
+    for k in range(4):  # two pairs, per CPU speed, as the run saves them
+        d = math.log(1.03) * (1 if k % 2 == 0 else -1) + 0.01
+        reps.append({"rep": k, "recorded_slot": k % 2, "d": d + 0.2, "d_speed": d, "comovement": 0.1, "blocks": []})
+    out.mkdir()
+    (out / "overhead_concurrent.json").write_text(json.dumps({"workload": "decode", "block_s": 20, "reps": reps}))
+    rc = oc.main(["--from-json", str(out / "overhead_concurrent.json")])
+    text = capsys.readouterr().out
+    assert rc == 1  # n = 2 pairs: every Walsh average, 50 %, and the estimate +3 %: not a PASS
+    assert "per CPU speed: +3.00 %" in text and "as it ran (not judged)" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert oc.main(["--from-json", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.json" in err
+
+
 def test_bad_arguments_are_one_line_errors(oc, capsys):
     for argv in (["--gpus", "0"], ["--reps", "3"], ["--workload", "nope"], ["--cpus", "1-2"]):
         with pytest.raises(SystemExit) as e:
