@@ -333,6 +333,23 @@ def analyse(reps: list[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
+#: The one-sided normal quantile of a two-sided 90 % interval (benchmarks/overhead_noise.py's).
+Z90 = 1.645
+
+
+def pairs_needed(costs: list[float]) -> tuple[float, int | None] | None:
+    """(sd of the pairs' ln costs, the pairs a 90 % interval would need to fit inside ±LIMIT around their mean, by
+    the normal approximation: (Z90 · sd / (LIMIT − |mean|))², None where the mean is beyond LIMIT); None with fewer
+    than two pairs."""
+    if len(costs) < 2:
+        return None
+    d = [math.log1p(c) for c in costs]
+    sd, room = statistics.stdev(d), LIMIT - abs(statistics.fmean(d))
+    if room <= 0:
+        return sd, None
+    return sd, max(2, math.ceil((Z90 * sd / room) ** 2))
+
+
 def spin_tracking(reps: list[dict[str, Any]]) -> list[tuple[float, float, float]] | None:
     """Per block with spins: (correlation of ln loop time with ln mean spin around it, the loops' coefficient of
     variation as they ran, and per CPU speed): how much of a block's own spread the spins take out."""
@@ -380,6 +397,15 @@ def report(result: dict[str, Any], reps: list[dict[str, Any]]) -> None:
         print(
             f"  the copies' speeds over {BIN_S:g} s bins move together: correlation of their log rates, median "
             f"{statistics.median(r_all):+.2f} (range {min(r_all):+.2f} .. {max(r_all):+.2f})"
+        )
+    need = pairs_needed(costs)
+    if need is not None:
+        sd, n_est = need
+        print(
+            f"  the pairs' spread (sd of ln) {100 * sd:.2f} %: an interval inside ±{100 * LIMIT:.0f} % around the "
+            f"estimate would take about {n_est} pairs (90 %, normal approximation)"
+            if n_est is not None
+            else f"  the pairs' spread (sd of ln) {100 * sd:.2f} %: the estimate itself is beyond ±{100 * LIMIT:.0f} %"
         )
     track = spin_tracking(reps)
     if track:

@@ -229,6 +229,15 @@ def test_a_saved_summary_is_analysed_again(oc, tmp_path, capsys):
     assert err.count("\n") == 1 and "bad.json" in err
 
 
+def test_pairs_needed_by_the_normal_approximation(oc):
+    sd, n = oc.pairs_needed([0.01, 0.03, -0.01, 0.02, 0.0])
+    d = [math.log1p(c) for c in (0.01, 0.03, -0.01, 0.02, 0.0)]
+    assert sd == pytest.approx(float(np.std(d, ddof=1)))
+    assert n == math.ceil((1.645 * sd / (0.03 - abs(float(np.mean(d))))) ** 2)
+    assert oc.pairs_needed([0.05, 0.06, 0.04])[1] is None
+    assert oc.pairs_needed([0.01]) is None
+
+
 def test_bad_arguments_are_one_line_errors(oc, capsys):
     for argv in (["--gpus", "0"], ["--reps", "3"], ["--workload", "nope"], ["--cpus", "1-2"]):
         with pytest.raises(SystemExit) as e:
