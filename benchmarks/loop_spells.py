@@ -157,10 +157,19 @@ def analyse(
         s = summarize(o, clock, spin_rate)
         lo, hi = o["wall_ns"][0] * 1e-9, o["wall_ns"][-1] * 1e-9
         during = [c for t, c in clock if lo <= t <= hi]
+        busy = [float(r[2]) for r in rows if lo <= float(r[0]) <= hi]
         s["gpu"] = g
         s["sm_clock_mhz"] = [min(during), max(during)] if during else None
+        s["gpu_util_median_pct"] = statistics.median(busy) if busy else None
+        s["block_s"] = [lo, hi]
         report["copies"].append({**s, "raw": o})
     return report
+
+
+def two_second(bins: list[tuple[float, float]], per: int = 8) -> list[float]:
+    """The spin's mean iterations per 0.25 s bin over consecutive runs of ``per`` bins (2 s)."""
+    rates = [n for _, n in bins]
+    return [statistics.fmean(rates[k : k + per]) for k in range(0, len(rates) - per + 1, per)]
 
 
 def show(report: dict[str, Any]) -> None:
@@ -177,18 +186,30 @@ def show(report: dict[str, Any]) -> None:
             f"GPU {s['gpu']} (CPU {s['cpu']}): {s['loops']} loops, median {1e3 * s['median_loop_s']:.0f} ms "
             f"({1e3 * s['min_loop_s']:.0f} .. {1e3 * s['max_loop_s']:.0f}); main thread on the CPU "
             f"{100 * s['cpu_share_median']:.0f} % of the wall (least {100 * s['cpu_share_min']:.0f} %); "
-            f"host synchronisations per step {s['syncs_per_step']}; {vs_clock}; vs the other CPU's spin rate r = "
+            f"host synchronisations per step {s['syncs_per_step']}; {vs_clock}; GPU utilisation (nvidia-smi) "
+            + ("n/a" if s.get("gpu_util_median_pct") is None else f"{s['gpu_util_median_pct']:.0f} % (median)")
+            + "; vs the other CPU's spin rate r = "
             + ("n/a" if r_spin is None else f"{r_spin:+.2f}"),
             flush=True,
         )
     spin_out = report["spin"]
-    rates = [float(n) for _, n in spin_out["bins"]]
-    per2 = [statistics.fmean(rates[k : k + 8]) for k in range(0, len(rates) - 7, 8)]
+    bins = [(float(t), float(n)) for t, n in spin_out["bins"]]
+    rates = [n for _, n in bins]
+    per2 = two_second(bins)
     print(
         f"spin on CPU {spin_out['cpu']}: {statistics.median(rates):.0f} iterations per 0.25 s, range "
-        f"{min(rates):.0f} .. {max(rates):.0f} ({len(rates)} bins); over 2 s: {min(per2):.0f} .. {max(per2):.0f} "
-        f"({max(per2) / min(per2):.2f}x)"
+        f"{min(rates):.0f} .. {max(rates):.0f} ({len(rates)} bins, {bins[-1][0] - bins[0][0]:.0f} s); over 2 s: "
+        f"{min(per2):.0f} .. {max(per2):.0f} ({max(per2) / min(per2):.2f}x)"
     )
+    spans = [c["block_s"] for c in report["copies"] if c.get("block_s")]
+    if spans:
+        lo, hi = min(a for a, _ in spans), max(b for _, b in spans)
+        inside = two_second([b for b in bins if lo <= b[0] <= hi])
+        if inside:
+            print(
+                f"  while the copies' loops ran ({hi - lo:.0f} s): over 2 s {min(inside):.0f} .. {max(inside):.0f} "
+                f"({max(inside) / min(inside):.2f}x)"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -337,17 +337,18 @@ def analyse(reps: list[dict[str, Any]]) -> dict[str, Any]:
 Z90 = 1.645
 
 
-def pairs_needed(costs: list[float]) -> tuple[float, int | None] | None:
-    """(sd of the pairs' ln costs, the pairs a 90 % interval would need to fit inside ±LIMIT around their mean, by
-    the normal approximation: (Z90 · sd / (LIMIT − |mean|))², None where the mean is beyond LIMIT); None with fewer
-    than two pairs."""
+def pairs_needed(costs: list[float]) -> tuple[float, float, int | None] | None:
+    """(sd of the pairs' ln costs, their mean, the pairs a 90 % interval would need to fit inside ±LIMIT around that
+    mean by the normal approximation: (Z90 · sd / (LIMIT − |mean|))², None where the mean is beyond LIMIT); None with
+    fewer than two pairs. Not the verdict's interval (the signed-rank one, about the Hodges-Lehmann estimate)."""
     if len(costs) < 2:
         return None
     d = [math.log1p(c) for c in costs]
-    sd, room = statistics.stdev(d), LIMIT - abs(statistics.fmean(d))
+    sd, mean = statistics.stdev(d), statistics.fmean(d)
+    room = LIMIT - abs(mean)
     if room <= 0:
-        return sd, None
-    return sd, max(2, math.ceil((Z90 * sd / room) ** 2))
+        return sd, mean, None
+    return sd, mean, max(2, math.ceil((Z90 * sd / room) ** 2))
 
 
 def spin_tracking(reps: list[dict[str, Any]]) -> list[tuple[float, float, float]] | None:
@@ -400,12 +401,14 @@ def report(result: dict[str, Any], reps: list[dict[str, Any]]) -> None:
         )
     need = pairs_needed(costs)
     if need is not None:
-        sd, n_est = need
+        sd, mean, n_est = need
         print(
-            f"  the pairs' spread (sd of ln) {100 * sd:.2f} %: an interval inside ±{100 * LIMIT:.0f} % around the "
-            f"estimate would take about {n_est} pairs (90 %, normal approximation)"
+            f"  the pairs' spread (sd of ln) {100 * sd:.2f} % about their mean {100 * mean:+.2f} %: an interval "
+            f"inside ±{100 * LIMIT:.0f} % around that mean would take about {n_est} pairs (90 %, normal "
+            "approximation)"
             if n_est is not None
-            else f"  the pairs' spread (sd of ln) {100 * sd:.2f} %: the estimate itself is beyond ±{100 * LIMIT:.0f} %"
+            else f"  the pairs' spread (sd of ln) {100 * sd:.2f} % about their mean {100 * mean:+.2f} %, beyond "
+            f"±{100 * LIMIT:.0f} %"
         )
     track = spin_tracking(reps)
     if track:

@@ -71,7 +71,8 @@ def test_a_saved_run_is_analysed_again_and_bad_input_is_one_line(ls, tmp_path, c
     assert ls.main(["--from-json", str(p)]) == 0
     out = capsys.readouterr().out
     assert "SM clock 1980 MHz throughout its loops" in out
-    assert "main thread on the CPU 100 %" in out and "(2.00x)" in out
+    assert "main thread on the CPU 100 %" in out and "(2.00x)" in out and "GPU utilisation (nvidia-smi) 12 %" in out
+    assert "while the copies' loops ran (12 s): over 2 s 4000 .. 8000 (2.00x)" in out
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     assert ls.main(["--from-json", str(bad)]) == 2

@@ -230,11 +230,11 @@ def test_a_saved_summary_is_analysed_again(oc, tmp_path, capsys):
 
 
 def test_pairs_needed_by_the_normal_approximation(oc):
-    sd, n = oc.pairs_needed([0.01, 0.03, -0.01, 0.02, 0.0])
+    sd, mean, n = oc.pairs_needed([0.01, 0.03, -0.01, 0.02, 0.0])
     d = [math.log1p(c) for c in (0.01, 0.03, -0.01, 0.02, 0.0)]
-    assert sd == pytest.approx(float(np.std(d, ddof=1)))
+    assert sd == pytest.approx(float(np.std(d, ddof=1))) and mean == pytest.approx(float(np.mean(d)))
     assert n == math.ceil((1.645 * sd / (0.03 - abs(float(np.mean(d))))) ** 2)
-    assert oc.pairs_needed([0.05, 0.06, 0.04])[1] is None
+    assert oc.pairs_needed([0.05, 0.06, 0.04])[2] is None
     assert oc.pairs_needed([0.01]) is None
 
 

@@ -186,9 +186,10 @@ def prepare_tracing(
                 f"than {AUTO_RATE_PER_S:g} kernels/s; then {cycle}, else every kernel throughout. "
                 "Expected cost after the start-up probe, on the program's own step time: all of it (sensors and "
                 "tracing) +0.07 to +0.14 % of a GPU-bound transformer training step and +0.97 % of a ResNet-50 step "
-                "(H100s, session 26); on a launch-bound GPT-2 decode loop the duty cycle took 0.4–2.2 % (session "
-                "13), and the whole is not resolved, as the loop's speed follows the host CPU's (session 28; "
-                "docs/attribution.md); traced throughout, a launch-bound program pays 4–16 % (--trace-duty full)"
+                "(H100s, session 26); on a launch-bound GPT-2 decode loop the duty cycle took 0.5–2.2 % (session "
+                "13), and the whole is not resolved, as the loop's speed moves by tens of per cent between processes "
+                "and between CPUs (session 28; docs/attribution.md); traced throughout, a launch-bound program pays "
+                "4–16 % (--trace-duty full)"
             )
         else:
             notes.append(f"tracing duty cycle: {cycle}")
