@@ -22,8 +22,8 @@ stretch both run.
 * The verdict is the one bench_run_overhead.py gives ``auto`` (session 12's, two-sided, on the whole interval):
   the pairs' Hodges-Lehmann estimate with its signed-rank interval, PASS inside ±3 %, FAIL above, NOISE below,
   UNRESOLVED across a limit.
-* ``--spin-n N`` (since plan_s28b found why the copies do not slow down together: each CPU of the lent hosts changes
-  its own speed, by up to 1.7×, in spells of seconds, and the decode loop's main thread is on its CPU all the time):
+* ``--spin-n N`` (since plan_s28b: the decode loop's main thread is on its CPU all the time, and a spin on one CPU of
+  a lent host changed its speed 1.73× over 2 s bins, not with the copies on other CPUs):
   each copy's main thread is pinned to one CPU and times N iterations of a pure-Python loop before its first loop
   and after each; a loop's time over the mean of the spins around it is its time per CPU speed
   (:func:`per_speed`), and the verdict is on that. archline's own work inside the program's thread (CUPTI's
