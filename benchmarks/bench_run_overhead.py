@@ -250,7 +250,8 @@ def child_main(
     (benchmarks/overhead_concurrent.py starts two copies' blocks at once); the JSON is the last line.
     With ``spin_n`` the main thread is pinned to the first of ``cpus`` (its other threads keep them all) and
     times :func:`spin_unit` before the first loop and after each (``spin_s``), each loop timed apart
-    (``loop_s``): the lent hosts' CPUs change speed in spells of seconds (session 28), which the spins read."""
+    (``loop_s``): a spin on one CPU of a lent host changed its speed 1.73× over 2 s bins (session 28); the spins read
+    the speed of this thread's CPU, in part (benchmarks/overhead_concurrent.py)."""
     t_start = time.perf_counter()
     if cpus:
         os.sched_setaffinity(0, cpus)  # before any thread starts: all of them inherit it
