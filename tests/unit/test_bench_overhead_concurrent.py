@@ -155,9 +155,9 @@ os.execv(cmd[0], cmd)
 """
 
 
-def test_end_to_end_with_fake_children_and_a_fake_archline(oc, tmp_path, monkeypatch, capsys):
-    """The start barrier, the alternation, the JSON and the verdict: a fake child whose loops take 0.3 s, 5 % more
-    on GPU 1 and 2 % more under the fake ``archline run``; the stamps are made up, nothing waits on a clock."""
+@pytest.fixture
+def fakes(oc, tmp_path, monkeypatch):
+    """The fake child in place of bench_run_overhead.py and a fake ``archline`` first on the PATH."""
     child = tmp_path / "child.py"
     child.write_text(FAKE_CHILD)
     bindir = tmp_path / "bin"
@@ -167,6 +167,11 @@ def test_end_to_end_with_fake_children_and_a_fake_archline(oc, tmp_path, monkeyp
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(oc, "BENCH", child)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_end_to_end_with_fake_children_and_a_fake_archline(oc, fakes, tmp_path, capsys):
+    """The start barrier, the alternation, the JSON and the verdict: a fake child whose loops take 0.3 s, 5 % more
+    on GPU 1 and 2 % more under the fake ``archline run``; the stamps are made up, nothing waits on a clock."""
     out = tmp_path / "out"
     rc = oc.main(["--gpus", "0,1", "--reps", "6", "--aa", "1", "--block-s", "1", "--cpus", "none", "--out", str(out)])
     text = capsys.readouterr().out
@@ -186,18 +191,10 @@ def test_per_speed_divides_each_loop_by_the_spins_around_it(oc):
     assert oc.per_speed({"stamps_ns": [0, 1]}) is None
 
 
-def test_judged_per_cpu_speed_where_a_cpu_slows_down(oc, tmp_path, monkeypatch, capsys):
-    """Slot 1's CPU slows by half for part of each block: the time per loop as it ran puts the cost far off, the
-    time per loop per CPU speed finds the 2 % the fake archline adds."""
-    child = tmp_path / "child.py"
-    child.write_text(FAKE_CHILD)
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    fake = bindir / "archline"
-    fake.write_text(FAKE_ARCHLINE.format(python=sys.executable))
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(oc, "BENCH", child)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+def test_judged_per_cpu_speed_where_a_cpu_slows_down(oc, fakes, tmp_path, capsys):
+    """Slot 1's CPU slows by half for the second half of each block, loops and spins alike: the time per loop per
+    CPU speed finds exactly the 2 % the fake archline adds to the loops; the time per loop as it ran, with the
+    spins between the loops in it (which the fake archline does not slow), reads less."""
     out = tmp_path / "out"
     argv = ["--reps", "10", "--aa", "0", "--block-s", "1", "--cpus", "none", "--spin-n", "1000", "--out", str(out)]
     assert oc.main(argv) == 0
@@ -206,6 +203,7 @@ def test_judged_per_cpu_speed_where_a_cpu_slows_down(oc, tmp_path, monkeypatch, 
     assert res["judged_on"] == "time per loop per CPU speed" and res["n"] == 5
     assert res["estimate"] == pytest.approx(0.02, abs=1e-6) and res["verdict"] == "PASS"
     assert "time per loop as it ran (not judged)" in text and "per CPU speed" in text
+    assert 0.0 < res["raw"]["estimate"] < 0.019
 
 
 def test_a_saved_summary_is_analysed_again(oc, tmp_path, capsys):
