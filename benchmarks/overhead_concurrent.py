@@ -491,9 +491,13 @@ def main(argv: list[str] | None = None) -> int:
     with open(out / "children.log", "w") as log, StealSampler() as steal:
         for i, rec in enumerate(plan):
             run_dir = out / f"run-{i}"
-            blocks = run_pair(args.workload, gpus, (c0, c1), args.block_s, rec, run_dir, log, args.spin_n)
-            a, b = ([int(x) * 1e-9 for x in blk["stamps_ns"]] for blk in blocks)
-            st = common_stretch(a, b)
+            try:
+                blocks = run_pair(args.workload, gpus, (c0, c1), args.block_s, rec, run_dir, log, args.spin_n)
+                a, b = ([int(x) * 1e-9 for x in blk["stamps_ns"]] for blk in blocks)
+                st = common_stretch(a, b)
+            except (RuntimeError, ValueError, KeyError) as exc:
+                print(f"error: repetition {i}: {exc} (the children's stderr: {out / 'children.log'})", file=sys.stderr)
+                return 3
             share = steal_share(steal.samples, st.start_s, st.end_s)
             speed = [per_speed(blk) for blk in blocks]
             row = {

@@ -236,6 +236,15 @@ def test_pairs_needed_by_the_normal_approximation(oc):
     assert oc.pairs_needed([0.01]) is None
 
 
+def test_a_child_that_fails_is_one_line(oc, fakes, tmp_path, capsys):
+    (tmp_path / "child.py").write_text("import sys\nprint('no block', file=sys.stderr)\nsys.exit(1)\n")
+    out = tmp_path / "out"
+    assert oc.main(["--reps", "2", "--aa", "0", "--cpus", "none", "--out", str(out)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "repetition 0" in err and "exited 1" in err
+    assert "no block" in (out / "children.log").read_text()
+
+
 def test_bad_arguments_are_one_line_errors(oc, capsys):
     for argv in (["--gpus", "0"], ["--reps", "3"], ["--workload", "nope"], ["--cpus", "1-2"]):
         with pytest.raises(SystemExit) as e:
