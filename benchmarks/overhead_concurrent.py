@@ -273,7 +273,13 @@ def run_pair(
         "slot 0" + (" (archline run)" if recorded == 0 else ""),
         "slot 1" + (" (archline run)" if recorded == 1 else ""),
     ]
-    return _block(children[0], names[0]), _block(children[1], names[1])
+    try:
+        return _block(children[0], names[0]), _block(children[1], names[1])
+    finally:
+        for c in children:  # one failed: the other is not left running on its GPU
+            if c.proc.poll() is None:
+                c.proc.kill()
+                c.proc.wait()
 
 
 def split_two(allowed: list[int], spec: str) -> tuple[list[int], list[int], list[int]]:
