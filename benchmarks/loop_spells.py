@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_run_overhead import WORKLOADS  # this script's folder
+from overhead_concurrent import correlation
 
 
 def child(workload: str, cpu: int, seconds: float) -> int:
@@ -94,12 +95,6 @@ def mean_over(series: list[tuple[float, float]], lo: float, hi: float) -> float 
     return series[i][1]
 
 
-def _corr(x: list[float], y: list[float]) -> float | None:
-    if len(x) < 3 or statistics.pstdev(x) == 0 or statistics.pstdev(y) == 0:
-        return None
-    return statistics.correlation(x, y)
-
-
 def summarize(
     copy: dict[str, Any], clock: list[tuple[float, float]], spin_rate: list[tuple[float, float]]
 ) -> dict[str, Any]:
@@ -122,8 +117,8 @@ def summarize(
         "max_loop_s": max(walls),
         "cpu_share_median": statistics.median(share),
         "cpu_share_min": min(share),
-        "corr_loop_vs_sm_clock": _corr(ws, clk),
-        "corr_loop_vs_spin_rate": _corr(ws, spn),
+        "corr_loop_vs_sm_clock": correlation(ws, clk),
+        "corr_loop_vs_spin_rate": correlation(ws, spn),
         "syncs_per_step": copy.get("syncs_per_step"),
         "cpu": copy.get("cpu"),
     }

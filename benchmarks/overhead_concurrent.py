@@ -62,6 +62,7 @@ from bench_run_overhead import (  # this script's folder
     paired_estimate,
     parse_cpus,
 )
+from overhead_noise import Z90  # the one-sided normal quantile of a two-sided 90 % interval
 
 BENCH = Path(__file__).resolve().parent / "bench_run_overhead.py"
 
@@ -105,14 +106,30 @@ def common_stretch(a: list[float], b: list[float]) -> Stretch:
     return Stretch(lo, hi, ((hi - lo) / n[0], (hi - lo) / n[1]))
 
 
+def _spins_around(block: dict[str, Any]) -> tuple[list[float], list[float]] | None:
+    """(each loop's time, the mean of the spins just before and after it) of a block timed with ``--spin-n``; None
+    without spins."""
+    loops, spins = block.get("loop_s") or [], block.get("spin_s") or []
+    if not loops or len(spins) != len(loops) + 1 or min(spins) <= 0:
+        return None
+    return loops, [(spins[k] + spins[k + 1]) / 2.0 for k in range(len(loops))]
+
+
 def per_speed(block: dict[str, Any]) -> float | None:
     """A block's mean time per loop in units of its CPU's speed at the time: each loop's time over the mean of the
     spins just before and after it (``bench_run_overhead.py --spin-n``; the main thread pinned to one CPU, whose
     speed the spins read). None without spins."""
-    loops, spins = block.get("loop_s") or [], block.get("spin_s") or []
-    if not loops or len(spins) != len(loops) + 1 or min(spins) <= 0:
+    got = _spins_around(block)
+    if got is None:
         return None
-    return statistics.fmean(w / ((spins[i] + spins[i + 1]) / 2.0) for i, w in enumerate(loops))
+    return statistics.fmean(w / s for w, s in zip(*got, strict=True))
+
+
+def correlation(x: list[float], y: list[float]) -> float | None:
+    """Pearson's r, None with fewer than three points or a constant series."""
+    if len(x) < 3 or statistics.pstdev(x) == 0 or statistics.pstdev(y) == 0:
+        return None
+    return statistics.correlation(x, y)
 
 
 def pair_costs(ds: list[float], recorded: list[int]) -> list[float]:
@@ -149,10 +166,7 @@ def comovement(a: list[float], b: list[float], bin_s: float = BIN_S) -> float | 
         if min(done) <= 0:
             return None
         rates.append([math.log(x) for x in done])
-    x, y = rates
-    if statistics.pstdev(x) == 0 or statistics.pstdev(y) == 0:
-        return None
-    return statistics.correlation(x, y)
+    return correlation(*rates)
 
 
 def steal_share(samples: list[tuple[float, int, int]], lo: float, hi: float) -> float | None:
@@ -339,10 +353,6 @@ def analyse(reps: list[dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
-#: The one-sided normal quantile of a two-sided 90 % interval (benchmarks/overhead_noise.py's).
-Z90 = 1.645
-
-
 def pairs_needed(costs: list[float]) -> tuple[float, float, int | None] | None:
     """(sd of the pairs' ln costs, their mean, the pairs a 90 % interval would need to fit inside ±LIMIT around that
     mean by the normal approximation: (Z90 · sd / (LIMIT − |mean|))², None where the mean is beyond LIMIT); None with
@@ -363,15 +373,14 @@ def spin_tracking(reps: list[dict[str, Any]]) -> list[tuple[float, float, float]
     out = []
     for r in reps:
         for blk in r.get("blocks") or []:
-            loops, spins = blk.get("loop_s") or [], blk.get("spin_s") or []
-            if len(loops) < 3 or len(spins) != len(loops) + 1:
+            got = _spins_around(blk)
+            if got is None or len(got[0]) < 3:
                 continue
-            around = [(spins[k] + spins[k + 1]) / 2 for k in range(len(loops))]
+            loops, around = got
             per = [w / s for w, s in zip(loops, around, strict=True)]
-            ln_loops, ln_around = [math.log(x) for x in loops], [math.log(x) for x in around]
-            if statistics.pstdev(ln_loops) == 0 or statistics.pstdev(ln_around) == 0:
+            r_ = correlation([math.log(x) for x in loops], [math.log(x) for x in around])
+            if r_ is None:
                 continue  # a constant series has no correlation
-            r_ = statistics.correlation(ln_loops, ln_around)
             out.append(
                 (r_, statistics.pstdev(loops) / statistics.fmean(loops), statistics.pstdev(per) / statistics.fmean(per))
             )
