@@ -1,7 +1,8 @@
 """Issue 13's attribution targets on real training loops: graph replay first (priors), then ``archline run``.
 
     python3 benchmarks/validate_attribution_real.py --out DIR [--gpu 0] [--quick] [--only resnet50,transformer]
-        (workloads: resnet50, transformer, resnet50cl = ResNet-50 in channels_last)
+        (workloads: resnet50, transformer, resnet50cl = ResNet-50 in channels_last, transformer2k = the transformer
+        at d = 2048 over 1024 tokens, vgg16cl = VGG-16 in channels_last, decode)
 
 For each workload (torchvision ResNet-50 training, bf16, batch 64; a 4-layer transformer encoder
 training step; both from benchmarks/workloads) it
@@ -46,7 +47,13 @@ sys.path.insert(0, str(HERE.parent / "workloads"))
 #: workspaces made most of the design's configurations compute on NaN).
 #: decode: GPT-2 (124 M, random weights from its config, fp16) greedy decoding of 64 tokens with a KV cache, batch 1
 #: (bench_run_overhead.py's launch-bound loop): a step graph replay is not made for (the cache grows every token).
-WORKLOADS = ("resnet50", "transformer", "resnet50cl", "decode")
+#: transformer2k (session 29): the same encoder at the width of a 1-B-parameter LLM (d = 2048, 16 heads, feed-forward
+#: 8192, 4 layers) over 1024-token sequences, batch --transformer-batch: a step whose energy is mostly in a few large
+#: GEMMs, as in LLM training, where the d = 512 step spreads it over some 40 kernel names.
+#: vgg16cl (session 29): torchvision VGG-16 (no batch norm) in channels_last, bf16, batch 64 (as resnet50): a CNN
+#: whose energy is mostly in its convolutions, where ResNet-50's spreads over some 70 names with batch norm and
+#: elementwise kernels.
+WORKLOADS = ("resnet50", "transformer", "resnet50cl", "decode", "transformer2k", "vgg16cl")
 #: Launches ``archline counts`` profiles of a step, by workload (None: the whole step). ncu takes 0.3-0.5 s a launch
 #: (session 25's H100s), and a decode step is some 10 000 launches of the same few kernels.
 COUNT_LAUNCHES: dict[str, int | None] = {"decode": 400}
@@ -60,10 +67,18 @@ def make_step(name: str, device: str, transformer_batch: int = 16) -> Any:
         from train_resnet import make_step as resnet_step
 
         return resnet_step(device, batch=64, channels_last=name == "resnet50cl")
+    if name == "vgg16cl":
+        from train_resnet import make_step as cnn_step
+
+        return cnn_step(device, batch=64, channels_last=True, arch="vgg16")
     if name == "transformer":
         from transformer_step import make_step as transformer_step
 
         return transformer_step(device, batch=transformer_batch)
+    if name == "transformer2k":
+        from transformer_step import make_step as transformer_step
+
+        return transformer_step(device, batch=transformer_batch, seq=1024, d_model=2048, nhead=16)
     if name == "decode":
         from gpt2_decode import make_step as decode_step
 
@@ -422,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=16,
         help="the transformer's batch of 512-token sequences (16: a 5.4 ms step on an H100, shorter than the power "
-        "buffer's 20 ms windows; 128 makes each step's phases span them)",
+        "buffer's 20 ms windows; 128 makes each step's phases span them); transformer2k's of 1024-token ones",
     )
     ap.add_argument("--prior-source", choices=("replay", "model"), default="replay",
                     help="the run's priors: graph replay's (the default), or the counted energy model's (--prior-model "

@@ -12,8 +12,9 @@ import json
 import time
 
 
-def make_step(device: str = "cuda", batch: int = 128, channels_last: bool = False) -> object:
-    """One training step of ResNet-50 on a static synthetic batch (a zero-argument callable).
+def make_step(device: str = "cuda", batch: int = 128, channels_last: bool = False, arch: str = "resnet50") -> object:
+    """One training step of a torchvision CNN (ResNet-50 unless ``arch`` names another, e.g. ``vgg16``) on a static
+    synthetic batch (a zero-argument callable).
 
     ``channels_last`` puts the model and the batch in NHWC, as users training CNNs with mixed
     precision usually do (cuDNN then runs its NHWC tensor-core kernels without layout conversions).
@@ -22,7 +23,7 @@ def make_step(device: str = "cuda", batch: int = 128, channels_last: bool = Fals
     import torchvision
 
     fmt = torch.channels_last if channels_last else torch.contiguous_format
-    model = torchvision.models.resnet50().to(device, memory_format=fmt)
+    model = torchvision.models.get_model(arch).to(device, memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(batch, 3, 224, 224, device=device).to(memory_format=fmt)
     y = torch.randint(0, 1000, (batch,), device=device)

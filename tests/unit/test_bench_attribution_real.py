@@ -130,3 +130,33 @@ def test_a_replays_fixed_cost_is_taken_out_of_isolated_energies_recorded_with_it
     net = [*with_c0, {"group": "[a replay's fixed cost]", "nodes_per_step": 0, "energy_j": c0, "energy_sigma_j": 0.01}]
     assert bench.analyse(result, net, names=names, fixed_j=(c0, 0.01))["replay_fixed_taken_out_j"] is None
     assert bench.design_c0({"c0_j": 0.05, "c0_se_j": 0.004}) == (0.05, 0.004) and bench.design_c0(None) is None
+
+
+def test_every_workload_builds_its_step_with_its_own_shape(bench, monkeypatch):
+    """Each name of WORKLOADS reaches its workload module with the shape the docs name (fake modules, no torch)."""
+    import types
+
+    calls: list[tuple[str, dict[str, object]]] = []
+
+    def fake(module: str):
+        m = types.ModuleType(module)
+        m.make_step = lambda device, **kw: calls.append((module, {"device": device, **kw})) or (lambda: None)  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, module, m)
+
+    for module in ("train_resnet", "transformer_step", "gpt2_decode"):
+        fake(module)
+    for name in bench.WORKLOADS:
+        assert callable(bench.make_step(name, "cuda:1", 8))
+    got = dict(zip(bench.WORKLOADS, calls, strict=True))
+    assert got["transformer"] == ("transformer_step", {"device": "cuda:1", "batch": 8})
+    assert got["transformer2k"] == (
+        "transformer_step",
+        {"device": "cuda:1", "batch": 8, "seq": 1024, "d_model": 2048, "nhead": 16},
+    )
+    assert got["vgg16cl"] == (
+        "train_resnet",
+        {"device": "cuda:1", "batch": 64, "channels_last": True, "arch": "vgg16"},
+    )
+    assert got["resnet50"][1]["channels_last"] is False and got["resnet50cl"][1]["channels_last"] is True
+    with pytest.raises(ValueError, match="unknown workload"):
+        bench.make_step("vgg19", "cuda", 8)
