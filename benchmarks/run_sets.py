@@ -28,9 +28,9 @@ def summaries(runs: Sequence[Path], tool: str) -> list[tuple[Path, str, dict[str
 
 def label(run: Path, board: str, name: str) -> str:
     """A row's first 34 characters: the GPU kind and session of the run set (``results/<gpu>/attribution-<s>/``),
-    its board and the workload."""
+    its board and the workload (a name longer than 11 characters widens its line rather than being cut)."""
     gen, sess = run.parent.parent.name[:4], run.parent.name.removeprefix("attribution-")[:4]
-    return f"{gen:4s} {sess:4s} {board:12s} {name[:11]:11s}"
+    return f"{gen:4s} {sess:4s} {board:12s} {name:11s}"
 
 
 def each_workload(

@@ -19,14 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-WORKLOADS = ("resnet50", "transformer", "resnet50cl")
-
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("run_sets", nargs="+", type=Path)
     a = ap.parse_args(argv)
-    from validate_attribution_real import analyse, fixed_cost_to_take_out
+    from validate_attribution_real import WORKLOADS, analyse, fixed_cost_to_take_out
 
     from archline.core.activity import demangle
 

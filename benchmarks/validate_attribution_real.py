@@ -26,8 +26,12 @@ Internal: ``--loop NAME --seconds S`` runs a workload's training loop (the progr
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
+import io
 import json
 import math
+import signal
 import subprocess
 import sys
 import time
@@ -311,11 +315,15 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
         if a.no_replay:
             raise _NoReplay
         step = make_step(name, f"cuda:{a.gpu}", a.transformer_batch)
+        from archline.measurement.attribute.replay_progress import ReplayProgress
+
+        progress = ReplayProgress(time.monotonic, lambda line: print(f"{name}: {line}", flush=True))
         rep = archline.replay(step, gpu=a.gpu, top=a.top, out=replay_dir, force=True, max_total_s=a.replay_s,
                               marginal=False, design=a.design, design_budget_s=a.design_budget_s,
                               design_kind=a.design_kind, prime=not a.no_prime,
                               keep_buffers=not a.reuse_buffers, design_p_on=a.design_p_on,
-                              design_replicates=a.design_replicates, design_model=a.design_model)  # fmt: skip
+                              design_replicates=a.design_replicates, design_model=a.design_model,
+                              on_trial=progress)  # fmt: skip
         del step
         replay_rows = [r.to_row() for r in rep.rows]
         replay_summary = rep.summary()
@@ -391,6 +399,9 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # a run its time limit ends (timeout's SIGTERM) leaves every thread's stack in its log: where it was stuck
+    with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError):  # a stderr with no file (pytest)
+        faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--gpu", type=int, default=0)

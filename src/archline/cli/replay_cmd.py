@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -187,14 +188,17 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"--design-budget must be a number of seconds > 0, not {design_budget:g}")
         step = load_step(target)
         from archline.measurement.attribute.replay import run_replay
+        from archline.measurement.attribute.replay_progress import ReplayProgress
         from archline.report.registry import render_run
         from archline.report.replay import design_text
 
+        # where the minutes go, on stderr (stdout stays the table or the JSON)
+        progress = ReplayProgress(time.monotonic, lambda line: err_console.print(line, markup=False, highlight=False))
         res = run_replay(
             step, gpu=gpu, top=top, marginal=not no_marginal, out=out, force=force, repeats=repeats,
             design=n_design, design_seed=design_seed, design_budget_s=design_budget, design_kind=design_kind,
             prime=not no_prime, keep_buffers=not reuse_buffers, design_p_on=design_p_on, design_replicates=reps,
-            design_model=design_model,
+            design_model=design_model, on_trial=progress,
         )  # fmt: skip
         rep = render_run(out)
         if as_json:

@@ -785,6 +785,8 @@ def run_replay(
     if out is not None:
         rd = RunDir.create(out, Manifest.new("replay", gpu=static), overwrite=force)
         rd.update_manifest(state_before=device_state(gpu))
+    if on_trial is not None:  # a progress hook learns that capture has begun (replay_progress.py)
+        on_trial("[capture]", "capture")
     graph = capture_torch(step, gpu, state=state, keep_buffers=keep_buffers)
 
     def measure(fn: Callable[[], None]) -> CallMeasure:
