@@ -39,6 +39,7 @@ from archline.hw.graph_nodes import (
     restore_clusters,
 )
 from archline.hw.graph_state import StepState, step_tensors
+from archline.hw.sync_watchdog import SyncWatchdog
 
 __all__ = ["SWITCH_MODES", "GraphError", "GraphNode", "SwitchError", "TorchGraph", "capture_torch"]
 
@@ -79,6 +80,8 @@ class TorchGraph:
         self._rebuilt: dict[frozenset[int], Any] = {}
         self._want: frozenset[int] = frozenset(range(len(self.nodes)))
         self._written: list[tuple[Any, Any]] = []  # cluster attributes written for toggle+optin
+        #: Watches every :meth:`synchronize` for a replay that never ends (sync_watchdog.py); None: unwatched.
+        self.watchdog: SyncWatchdog | None = None
 
     # -- modes -----------------------------------------------------------------------------
     def set_switch_mode(self, mode: str) -> None:
@@ -225,6 +228,17 @@ class TorchGraph:
 
     # -- replay ----------------------------------------------------------------------------
     def replay(self) -> None:
+        w = self.watchdog
+        if w is None:
+            self._launch()
+            return
+        w.begin()  # a launch blocks once the GPU's queue is full behind a kernel that never ends
+        try:
+            self._launch()
+        finally:
+            w.end()
+
+    def _launch(self) -> None:
         if self._exec is self._torch_exec:
             self._g.replay()  # PyTorch's replay also advances the step's random-number offsets
             return
@@ -234,7 +248,15 @@ class TorchGraph:
         check(driver().cuGraphLaunch(self._exec, stream), "cuGraphLaunch")
 
     def synchronize(self) -> None:
-        self._torch.cuda.synchronize(self.device)
+        w = self.watchdog
+        if w is None:
+            self._torch.cuda.synchronize(self.device)
+            return
+        w.begin()  # a replay with nodes switched off can hang the GPU (sync_watchdog.py)
+        try:
+            self._torch.cuda.synchronize(self.device)
+        finally:
+            w.end()
 
     def reset_state(self) -> None:
         """Enqueue the copy of the step's state back from its snapshot (before a replay; nothing unguarded)."""

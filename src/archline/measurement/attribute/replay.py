@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,6 +29,7 @@ from archline.core.activity import demangle, short_name
 from archline.core.readings import Clock
 from archline.errors import ArchlineError, InputError
 from archline.hw.graph_nodes import GraphError, GraphNode, SwitchError
+from archline.hw.sync_watchdog import HANG_S, SyncWatchdog
 from archline.measurement.attribute.replay_busy import BUSY_REPLAYS, BusyTimer
 from archline.measurement.attribute.replay_context import (
     DEFAULT_DESIGN_MODEL,
@@ -38,6 +41,7 @@ from archline.measurement.attribute.replay_context import (
     run_context,
     set_step,
 )
+from archline.measurement.attribute.replay_progress import PHASES
 from archline.measurement.attribute.replay_result import FIXED, LUMPED, PINNED, REST, ReplayResult, ReplayRow
 from archline.measurement.attribute.replay_stats import CallMeasure, Energy, mean_of_runs
 from archline.measurement.attribute.replay_switch import (
@@ -729,6 +733,29 @@ def _notes(
     return notes
 
 
+def hang_message(group: str, what: str, waited_s: float) -> str:
+    """The line a hung replay prints (and its run directory's note)."""
+    where = PHASES.get(what, what) if group.startswith("[") else f"{PHASES.get(what, what)}: {short_name(group, 60)}"
+    return (
+        f"a replay with nodes switched off did not finish within {waited_s:.0f} s ({where}): a kernel of this step "
+        "waits for something a switched-off node would have done and never ends, which holds the GPU until this "
+        "process ends; graph replay cannot isolate this step's kernels (docs/replay.md, 'Session 29')"
+    )
+
+
+def replay_hung(rd: Any, group: str, what: str, waited_s: float, exit_now: Callable[[int], None] = os._exit) -> None:
+    """What the watchdog does on a hang (from its thread, the main one blocked in the driver): the run directory
+    finished as failed with the line, the line on stderr as the CLI prints errors, and the process ended with exit
+    status 2 (the hung kernel cannot be stopped otherwise)."""
+    msg = hang_message(group, what, waited_s)
+    if rd is not None:
+        with contextlib.suppress(OSError, ArchlineError):  # the line and the exit matter more than the manifest
+            rd.finish("failed", notes=(f"replay failed: {msg}",))
+    sys.stderr.write(f"archline: error: {msg}\n")
+    sys.stderr.flush()
+    exit_now(GraphError.exit_code)
+
+
 def run_replay(
     step: Callable[[], Any],
     *,
@@ -752,6 +779,7 @@ def run_replay(
     design_p_on: float = 0.5,
     design_replicates: int | str | None = "auto",
     design_model: str = DEFAULT_DESIGN_MODEL,
+    hang_s: float = HANG_S,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -771,6 +799,11 @@ def run_replay(
     the energies), ``busy`` (session 17's default: each configuration also timed kernel by kernel with CUPTI and the
     energy of the kernels' busy time beyond theirs in the whole step fitted too; replay_busy.py; held out in session
     18 it fitted no better than links) or ``additive`` (the energies alone).
+
+    ``hang_s``: a wait for a replay that lasts longer than this is a hang (hw/sync_watchdog.py): a kernel waits for
+    something a switched-off node would have done and never ends, which holds the GPU until the process ends. The run
+    directory is then finished as failed, one line says which trial hung (``archline: error: …``) and the process
+    ends with exit status 2 (:func:`replay_hung`).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -785,9 +818,16 @@ def run_replay(
     if out is not None:
         rd = RunDir.create(out, Manifest.new("replay", gpu=static), overwrite=force)
         rd.update_manifest(state_before=device_state(gpu))
-    if on_trial is not None:  # a progress hook learns that capture has begun (replay_progress.py)
-        on_trial("[capture]", "capture")
+    last = ["[capture]", "capture"]  # the trial under way, for the line a hang prints
+
+    def trial(group: str, what: str) -> None:
+        last[:] = [group, what]
+        if on_trial is not None:  # a progress hook (replay_progress.py)
+            on_trial(group, what)
+
+    trial("[capture]", "capture")
     graph = capture_torch(step, gpu, state=state, keep_buffers=keep_buffers)
+    graph.watchdog = SyncWatchdog(hang_s, lambda waited: replay_hung(rd, last[0], last[1], waited)).start()
 
     def measure(fn: Callable[[], None]) -> CallMeasure:
         return measure_callable(
@@ -805,7 +845,7 @@ def run_replay(
     try:
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
-            on_trial=on_trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
+            on_trial=trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
             design_kind=design_kind, prime=prime, design_p_on=design_p_on, design_replicates=design_replicates,
             design_model=design_model, busy_timer=busy_timer,
         )  # fmt: skip
@@ -828,6 +868,7 @@ def run_replay(
             "graph replay cannot isolate this step's kernels (docs/replay.md)"
         ) from None
     finally:
+        graph.watchdog.stop()
         graph.close()
     if rd is not None:
         write_replay(rd, [r.to_row() for r in res.rows], res.summary())
