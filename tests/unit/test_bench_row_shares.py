@@ -21,7 +21,8 @@ SETS = [
 def test_session_29s_docs_data_is_what_redo_s29_prints(capsys: pytest.CaptureFixture[str]) -> None:
     runs = [str(p) for p in SETS]
     out: list[str] = []
-    for tool, extra in (("design_table", []), ("top10_table", []), ("design_power", []), ("row_shares", ["--top", "6"])):
+    tools: list[tuple[str, list[str]]] = [("design_table", []), ("top10_table", []), ("design_power", [])]
+    for tool, extra in [*tools, ("row_shares", ["--top", "6"])]:
         assert load_bench(tool).main([*extra, *runs]) == 0
         out += [f"== {tool}.py", *capsys.readouterr().out.splitlines()]
     assert out == (ROOT / "docs" / "data" / "attribution_s29.txt").read_text().splitlines()
