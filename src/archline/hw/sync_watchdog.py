@@ -1,12 +1,12 @@
 """A wait for the GPU that never returns: a watchdog that notices it and hands it to a callback.
 
-A replayed step with nodes switched off can hang the GPU: a kernel waits for something a switched-off node would
-have done (on a VGG-16 training step, session 29, the first group timed alone never finished and the host waited in
-``torch.cuda.synchronize`` until the run's 600 s limit). A kernel that never ends cannot be stopped from the host,
-and the process's CUDA context is lost with it, so the only way out is to end the process; without a watchdog the
-program waits forever with nothing printed. :class:`SyncWatchdog` marks each wait (``begin``/``end``: two attribute
-writes, nothing added to the wait itself), and a daemon thread checks once a second whether one has lasted longer
-than ``limit_s``; if so it calls ``on_hang(seconds waited)`` once.
+A replayed step with nodes switched off can hang the GPU, most likely a kernel waiting for something a switched-off
+node would have done (on a VGG-16 training step, session 29, a group timed alone did not finish and the host waited in
+``torch.cuda.synchronize`` until the run's time limit). A kernel that does not end cannot be stopped from the host,
+so the only way out is to end the process; without a watchdog the program waits with nothing printed.
+:class:`SyncWatchdog` marks each wait (``begin``/``end``: two attribute writes, nothing added to the wait itself),
+and a daemon thread checks once a second whether one has lasted longer than ``limit_s``; if so it calls
+``on_hang(seconds waited)`` once.
 """
 
 from __future__ import annotations

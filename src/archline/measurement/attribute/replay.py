@@ -737,9 +737,10 @@ def hang_message(group: str, what: str, waited_s: float) -> str:
     """The line a hung replay prints (and its run directory's note)."""
     where = PHASES.get(what, what) if group.startswith("[") else f"{PHASES.get(what, what)}: {short_name(group, 60)}"
     return (
-        f"a replay with nodes switched off did not finish within {waited_s:.0f} s ({where}): a kernel of this step "
-        "waits for something a switched-off node would have done and never ends, which holds the GPU until this "
-        "process ends; graph replay cannot isolate this step's kernels (docs/replay.md, 'Session 29')"
+        f"a replay with nodes switched off did not finish within {waited_s:.0f} s ({where}): a kernel of this step is "
+        "most likely waiting for something a switched-off node would have done; a kernel that does not end cannot be "
+        "stopped from the host, so archline ends this process; graph replay cannot isolate this step's kernels "
+        "(docs/replay.md, 'Session 29')"
     )
 
 

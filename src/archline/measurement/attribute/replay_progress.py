@@ -24,7 +24,8 @@ EVERY_S = 30.0
 @dataclass
 class ReplayProgress:
     """A trial hook for :func:`~archline.measurement.attribute.replay.run_replay` (``on_trial``): ``emit`` gets a line
-    when a new kind of trial starts and at most every ``every_s`` seconds of ``now()`` while one goes on, e.g.
+    when a new kind of trial starts and, as further trials of that kind start, at most every ``every_s`` seconds of
+    ``now()`` (a single trial that never ends prints nothing more: the replay's watchdog says where it stopped), e.g.
     ``replay: the design's configurations: 37 so far (212 s)``. A replay runs for minutes without other output; the
     lines say where it is, and where it stopped if it never ends."""
 
