@@ -1,11 +1,14 @@
 """Which node switches a captured step survives: each group alone, and each group switched off.
 
-    python3 benchmarks/replay_probe.py --out DIR [--workload mlp|transformer|resnet50] [--jobs 4]
+    python3 benchmarks/replay_probe.py --out DIR [--workload mlp|transformer|resnet50|vgg16cl] [--jobs 4]
+        [--modes alone,without] [--timeout-s 120]
 
 Graph replay loses the CUDA context on real training steps (docs/replay.md). This probe captures
 the step once to list its node groups, then tries, each in a child process of its own (a lost
 context ends only that child), a replay with only one group enabled and a replay with only that
-group disabled. It prints and writes (``DIR/probe-<workload>.json``) which succeed.
+group disabled. It prints and writes (``DIR/probe-<workload>.json``) which succeed. A child that does not end
+within ``--timeout-s`` is killed and counted as a hang (session 29: VGG-16's replay with a cuDNN weight-gradient
+group alone did not finish; which of its groups hang alone is what this finds).
 """
 
 from __future__ import annotations
@@ -20,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-MODULES = {"resnet50": "train_resnet", "transformer": "transformer_step", "mlp": "mlp_step"}
+#: Each workload's module in benchmarks/workloads and the keywords of its ``make_step`` beyond the device.
+MODULES: dict[str, tuple[str, dict[str, Any]]] = {
+    "resnet50": ("train_resnet", {}),
+    "transformer": ("transformer_step", {}),
+    "mlp": ("mlp_step", {}),
+    "vgg16cl": ("train_resnet", {"batch": 64, "channels_last": True, "arch": "vgg16"}),
+}
 
 CHILD = r"""
 import sys, json
@@ -28,7 +37,7 @@ sys.path.insert(0, {workloads!r})
 from archline.hw.graph import capture_torch
 from archline.measurement.attribute.replay import group_nodes, kept_nodes
 make = __import__({module!r}).make_step
-g = capture_torch(make("cuda:0"), 0)
+g = capture_torch(make("cuda:0", **{kwargs!r}), 0)
 groups = group_nodes(g.nodes)
 if {mode!r} == "list":
     print(json.dumps({{k: len(v) for k, v in groups.items()}}))
@@ -47,9 +56,20 @@ print("ok")
 """
 
 
-def child(module: str, mode: str, group: str = "") -> tuple[bool, str]:
-    code = CHILD.format(workloads=str(HERE / "workloads"), module=module, mode=mode, group=group)
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+def child(
+    module: str, mode: str, group: str = "", kwargs: dict[str, Any] | None = None, timeout_s: float = 120.0
+) -> tuple[bool, str]:
+    """One child: list the groups, or replay with ``group`` alone or without it; (whether it ended well, its last
+    line or why not)."""
+    code = CHILD.format(
+        workloads=str(HERE / "workloads"), module=module, mode=mode, group=group, kwargs=dict(kwargs or {})
+    )
+    try:
+        res = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired:  # killed: a replay that did not finish (or a capture that slow)
+        return False, f"HANG: did not end within {timeout_s:g} s"
     tail = (
         (res.stdout.strip().splitlines() or [""])[-1]
         if res.returncode == 0
@@ -58,24 +78,29 @@ def child(module: str, mode: str, group: str = "") -> tuple[bool, str]:
     return res.returncode == 0, tail
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--workload", default="mlp", choices=sorted(MODULES))
     ap.add_argument("--jobs", type=int, default=4)
-    a = ap.parse_args()
+    ap.add_argument("--modes", default="alone,without", help="which replays to try per group")
+    ap.add_argument("--timeout-s", type=float, default=120.0, help="a child that runs longer is killed: a hang")
+    a = ap.parse_args(argv)
+    modes = [m for m in a.modes.split(",") if m]
+    if not modes or any(m not in ("alone", "without") for m in modes):
+        ap.error(f"--modes: {a.modes!r} is not a comma list of alone, without")
     a.out.mkdir(parents=True, exist_ok=True)
-    module = MODULES[a.workload]
+    module, kwargs = MODULES[a.workload]
     t0 = time.time()
-    ok, listing = child(module, "list")
+    ok, listing = child(module, "list", kwargs=kwargs, timeout_s=a.timeout_s)
     if not ok:
         print(f"capture failed: {listing}")
         return 1
     groups: dict[str, int] = json.loads(listing)
     print(f"{a.workload}: {len(groups)} groups, {sum(groups.values())} switchable nodes", flush=True)
-    trials = [(g, m) for g in groups for m in ("alone", "without")]
+    trials = [(g, m) for g in groups for m in modes]
     with ThreadPoolExecutor(a.jobs) as pool:
-        results = list(pool.map(lambda t: (t, child(module, t[1], t[0])), trials))
+        results = list(pool.map(lambda t: (t, child(module, t[1], t[0], kwargs, a.timeout_s)), trials))
     rows: list[dict[str, Any]] = []
     for (g, mode), (passed, tail) in results:
         rows.append({"group": g, "nodes": groups[g], "mode": mode, "ok": passed, "detail": tail})
@@ -85,6 +110,7 @@ def main() -> int:
         "groups": len(groups),
         "alone_ok": sum(1 for r in rows if r["mode"] == "alone" and r["ok"]),
         "without_ok": sum(1 for r in rows if r["mode"] == "without" and r["ok"]),
+        "hangs": sum(1 for r in rows if str(r["detail"]).startswith("HANG")),
         "rows": rows,
         "wall_s": time.time() - t0,
     }

@@ -123,7 +123,7 @@ for s in "$@"; do
     tensor) step tensor 420 archline characterize --only tensor --only operand.ffma --only lat -o "$R/characterize-tensor" ;;
     latency) step latency 120 archline characterize --only lat -o "$R/characterize-latency" ;;
     model) TAILN=60 step model 120 python3 "$B/validate_model_ml.py" "$R/roofline" ;;
-    probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w 150 python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs 6; done ;;
+    probe) for w in ${PROBE_ONLY:-mlp transformer}; do step probe-$w ${PROBE_LIMIT:-150} python3 "$B/replay_probe.py" --out "$R/replay" --workload $w --jobs ${PROBE_JOBS:-6} ${PROBE_ARGS:-}; done ;;
     overhead) ow=/tmp/archline-overhead-${ON_GPU:-0}; ov=overhead-${OVERHEAD_WORKLOADS:-all}
               step $ov ${OVERHEAD_LIMIT:-570} python3 "$B/bench_run_overhead.py" --gpu ${ON_GPU:-0} --cpus ${OVERHEAD_CPUS:-auto} \
                 --workloads ${OVERHEAD_WORKLOADS:-resnet,torch,decode} --modes ${OVERHEAD_MODES:-auto} --reps ${OVERHEAD_REPS:-7} \
