@@ -6,9 +6,12 @@
 Graph replay loses the CUDA context on real training steps (docs/replay.md). This probe captures
 the step once to list its node groups, then tries, each in a child process of its own (a lost
 context ends only that child), a replay with only one group enabled and a replay with only that
-group disabled. It prints and writes (``DIR/probe-<workload>.json``) which succeed. A child that does not end
-within ``--timeout-s`` is killed and counted as a hang (session 29: VGG-16's replay with a cuDNN weight-gradient
-group alone did not finish; which of its groups hang alone is what this finds).
+group disabled. It prints and writes (``DIR/probe-<workload>.json``) which succeed, each trial as it ends (the JSON
+is rewritten after each, so a run its time limit ends keeps what it found). A child that does not end within
+``--timeout-s`` is killed and counted as a hang (session 29: VGG-16's replay with a cuDNN weight-gradient group alone
+did not finish; which of its groups hang alone is what this finds). The children switch nodes by toggling, without
+the priming and the state copy ``archline replay`` adds, so what fails here is a candidate, not the replay's own
+failure.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     modes = [m for m in a.modes.split(",") if m]
     if not modes or any(m not in ("alone", "without") for m in modes):
         ap.error(f"--modes: {a.modes!r} is not a comma list of alone, without")
+    if a.jobs < 1 or not a.timeout_s > 0:
+        ap.error(f"--jobs must be ≥ 1 and --timeout-s > 0 (got {a.jobs}, {a.timeout_s:g})")
     a.out.mkdir(parents=True, exist_ok=True)
     module, kwargs = MODULES[a.workload]
     t0 = time.time()
@@ -99,24 +104,42 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[str, int] = json.loads(listing)
     print(f"{a.workload}: {len(groups)} groups, {sum(groups.values())} switchable nodes", flush=True)
     trials = [(g, m) for g in groups for m in modes]
-    with ThreadPoolExecutor(a.jobs) as pool:
-        results = list(pool.map(lambda t: (t, child(module, t[1], t[0], kwargs, a.timeout_s)), trials))
     rows: list[dict[str, Any]] = []
-    for (g, mode), (passed, tail) in results:
-        rows.append({"group": g, "nodes": groups[g], "mode": mode, "ok": passed, "detail": tail})
-        print(f"{'ok  ' if passed else 'FAIL'} {mode:8s} {g[:90]} ({groups[g]} nodes){'' if passed else ': ' + tail}")
-    summary = {
-        "workload": a.workload,
+    summary: dict[str, Any] = {}
+    with ThreadPoolExecutor(a.jobs) as pool:
+        futures = {pool.submit(child, module, m, g, kwargs, a.timeout_s): (g, m) for g, m in trials}
+        for fut in as_completed(futures):
+            (g, mode), (passed, tail) = futures[fut], fut.result()
+            rows.append({"group": g, "nodes": groups[g], "mode": mode, "ok": passed, "detail": tail})
+            why = "" if passed else ": " + tail
+            print(f"{'ok  ' if passed else 'FAIL'} {mode:8s} {g[:90]} ({groups[g]} nodes){why}", flush=True)
+            summary = _summary(a.workload, groups, rows, len(trials), time.time() - t0)
+            _write(a.out / f"probe-{a.workload}.json", summary)
+    print(f"alone: {summary['alone_ok']}/{len(groups)} survive; without: {summary['without_ok']}/{len(groups)} survive")
+    return 0
+
+
+def _summary(
+    workload: str, groups: dict[str, int], rows: list[dict[str, Any]], trials: int, wall_s: float
+) -> dict[str, Any]:
+    return {
+        "workload": workload,
         "groups": len(groups),
+        "trials": trials,
+        "done": len(rows),
         "alone_ok": sum(1 for r in rows if r["mode"] == "alone" and r["ok"]),
         "without_ok": sum(1 for r in rows if r["mode"] == "without" and r["ok"]),
         "hangs": sum(1 for r in rows if str(r["detail"]).startswith("HANG")),
         "rows": rows,
-        "wall_s": time.time() - t0,
+        "wall_s": wall_s,
     }
-    print(f"alone: {summary['alone_ok']}/{len(groups)} survive; without: {summary['without_ok']}/{len(groups)} survive")
-    (a.out / f"probe-{a.workload}.json").write_text(json.dumps(summary, indent=1))
-    return 0
+
+
+def _write(path: Path, summary: dict[str, Any]) -> None:
+    """Atomically: a run ended between two trials leaves the last whole JSON."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(summary, indent=1))
+    tmp.replace(path)
 
 
 if __name__ == "__main__":

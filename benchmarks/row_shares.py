@@ -4,9 +4,10 @@
 
 A RUN_SET is what ``benchmarks/validate_attribution_real.py --out`` wrote (``summary.json`` and ``<workload>-run/``).
 For each workload: its largest kernel rows by energy (N, 10 by default), each with its share of the kernel energy
-(kernels, copies and sets, as validate_attribution_real.py counts it), the cumulative share, its 95 % half-width
-relative to its energy, whether it is identifiable and what dominated it; then how many rows it takes to hold 80 % of
-the kernel energy (issue 13's target share) and the widest half-width among them. Bad input: one line, exit 2.
+(kernels, copies and sets with energy, as validate_attribution_real.py counts it), the cumulative share, its 95 %
+half-width relative to its energy, whether it is identifiable and what dominated it; then how many rows it takes to
+hold 80 % of the kernel energy (issue 13's target share) and the widest half-width among them. Bad input: one line,
+exit 2.
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run_sets import each_workload
+from validate_attribution_real import KERNEL_KINDS
 
-#: The rows whose energy is the issue's "kernel energy" (benchmarks/validate_attribution_real.py).
-KERNEL_KINDS = ("kernel", "memcpy", "memset")
 TARGET = 0.80
 NAME_W = 52
 

@@ -399,9 +399,11 @@ def run_workload(name: str, a: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # a run its time limit ends (timeout's SIGTERM) leaves every thread's stack in its log: where it was stuck
-    with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError):  # a stderr with no file (pytest)
-        faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
+    # run as a script, a run its time limit ends (timeout's SIGTERM) leaves every thread's stack in its log: where it
+    # was stuck (not when called with arguments, as the tests do: the handler would outlive the call)
+    if argv is None:
+        with contextlib.suppress(io.UnsupportedOperation, AttributeError, ValueError):  # a stderr with no file
+            faulthandler.register(signal.SIGTERM, all_threads=True, chain=True)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--gpu", type=int, default=0)

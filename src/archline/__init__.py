@@ -74,6 +74,9 @@ def replay(step: Any, gpu: int = 0, top: int = 8, **kwargs: Any) -> ReplayResult
     ``.step_energy_j``, ``.sum_vs_step_pct``; with ``design=N`` or ``"auto"`` every group's energy inside
     the step, ``context_j``, and ``.design``). With ``out=DIR`` it also writes a run directory
     and its report. The keywords are those of :func:`archline.measurement.attribute.replay.run_replay`.
+    A replay that hangs the GPU (a wait longer than ``hang_s``, 60 s or more for a long step) ends the calling
+    process with one line and exit status 2, since a kernel that does not end cannot be stopped from the host;
+    ``hang_s=None`` turns that watchdog off (docs/replay.md, "What cannot be captured").
     """
     from archline.measurement.attribute.replay import run_replay
 

@@ -43,7 +43,9 @@ def test_the_summary_counts_hangs_and_modes_are_checked(
     assert probe.main(["--out", str(tmp_path), "--workload", "vgg16cl", "--modes", "alone", "--timeout-s", "9"]) == 0
     summary = json.loads((tmp_path / "probe-vgg16cl.json").read_text())
     assert summary["hangs"] == 1 and summary["alone_ok"] == 1 and len(summary["rows"]) == 2
+    assert summary["trials"] == summary["done"] == 2
     assert "FAIL alone    wgrad (3 nodes): HANG" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as exc:
-        probe.main(["--out", str(tmp_path), "--modes", "alone,sideways"])
-    assert exc.value.code == 2
+    for bad in (["--modes", "alone,sideways"], ["--jobs", "0"], ["--timeout-s", "0"]):
+        with pytest.raises(SystemExit) as exc:
+            probe.main(["--out", str(tmp_path), *bad])
+        assert exc.value.code == 2, bad

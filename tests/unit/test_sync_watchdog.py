@@ -61,3 +61,107 @@ def test_the_line_names_the_phase_alone_for_the_design_and_the_capture() -> None
     assert "(the design's configurations)" in hang_message("[design]", "design", 75.0)
     assert "within 75 s" in hang_message("[design]", "design", 75.0)
     assert "(capturing the step as a CUDA graph)" in hang_message("[capture]", "capture", 61.0)
+
+
+def test_the_watchdog_thread_calls_on_hang_once_it_sees_a_long_wait() -> None:
+    """The thread's own loop, without the wall clock: its stop event's wait returns False (time to look) twice."""
+    t = [0.0]
+    hung: list[float] = []
+    w = SyncWatchdog(60.0, hung.append, now=lambda: t[0])
+
+    class Looks:
+        def __init__(self) -> None:
+            self.n = 0
+
+        def wait(self, _s: float) -> bool:
+            self.n += 1
+            t[0] += 40.0  # each look comes 40 s after the last
+            return self.n > 5
+
+        def set(self) -> None:
+            pass
+
+    w._stop = Looks()  # type: ignore[assignment]
+    w.begin()
+    w.start()
+    assert w._thread is not None
+    w._thread.join(timeout=30.0)  # the loop returns after its second look; the timeout only guards a defect
+    assert hung == [80.0] and w.fired
+
+
+def test_a_long_step_gets_a_longer_limit() -> None:
+    from archline.measurement.attribute.replay import HANG_FACTOR, hang_limit_s
+
+    assert hang_limit_s(60.0, 0.005, 12, 3.0) == 60.0  # a 5 ms step: the floor
+    assert hang_limit_s(60.0, 6.0, 12, 3.0) == HANG_FACTOR * 72.0  # a 6 s step queued 12 times
+    assert hang_limit_s(60.0, 0.0, 12, 5.0) == HANG_FACTOR * 5.0  # one long measurement
+
+
+class _Graph:
+    """A fake captured step standing in for capture_torch's, recording the watchdog's marks."""
+
+    def __init__(self) -> None:
+        from tests.helpers.fake_graph import FakeGraphGPU, FakeNode
+
+        self.fake = FakeGraphGPU(
+            [FakeNode("gemm", 0.004, 600.0), FakeNode("relu", 0.0005, 300.0), FakeNode("norm", 0.0015, 350.0)],
+            fixed_s=0.002,
+            fixed_w=120.0,
+        )
+        self.nodes, self.clock, self.switch_modes = self.fake.nodes, self.fake.clock, self.fake.switch_modes
+        self.watchdog = None
+        self.notes: list[str] = []
+        self.kept_buffers, self.state, self.closed, self.marks = False, None, False, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.fake, name)
+
+    def replay(self) -> None:
+        if self.watchdog is not None:
+            self.marks += 1
+        self.fake.replay()
+
+    def synchronize(self) -> None:
+        self.fake.synchronize()
+
+    def restore_state(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, graph: _Graph, **kw: object) -> object:
+    import archline.hw.graph as hw_graph
+    import archline.hw.nvml as nvml
+    import archline.measurement.api as api
+    from archline.measurement.attribute.replay import run_replay
+    from tests.helpers.fake_graph import NoisyMeasure
+
+    measure = NoisyMeasure(graph.fake, rel=0.005, seed=2)
+    monkeypatch.setattr(hw_graph, "capture_torch", lambda *a, **k: graph)
+    monkeypatch.setattr(nvml, "device_static", lambda gpu: {"name": "fake", "uuid": "GPU-fake"})
+    monkeypatch.setattr(nvml, "device_state", lambda gpu: {})
+    monkeypatch.setattr(api, "measure_callable", lambda fn, **k: measure(fn))
+    return run_replay(lambda: None, top=1, marginal=False, **kw)  # type: ignore[arg-type]
+
+
+def test_run_replay_watches_every_replay_and_stops_its_watchdog(monkeypatch: pytest.MonkeyPatch) -> None:
+    graph = _Graph()
+    seen: list[tuple[str, str]] = []
+    res = _run(monkeypatch, graph, on_trial=lambda g, w: seen.append((g, w)))
+    assert getattr(res, "rows", None)
+    assert graph.marks > 0 and graph.closed
+    w = graph.watchdog
+    assert w is not None and w._stop.is_set() and not w.fired  # stopped once the replay is done
+    assert seen[:2] == [("[capture]", "capture"), ("[whole step]", "step")]  # the whole step timed before any trial
+
+
+def test_run_replay_without_a_watchdog_and_with_a_bad_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from archline.errors import InputError
+
+    graph = _Graph()
+    _run(monkeypatch, graph, hang_s=None)
+    assert graph.watchdog is None and graph.marks == 0 and graph.closed
+    with pytest.raises(InputError, match="hang_s must be a number of seconds > 0"):
+        _run(monkeypatch, _Graph(), hang_s=0.0)

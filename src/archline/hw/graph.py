@@ -80,7 +80,8 @@ class TorchGraph:
         self._rebuilt: dict[frozenset[int], Any] = {}
         self._want: frozenset[int] = frozenset(range(len(self.nodes)))
         self._written: list[tuple[Any, Any]] = []  # cluster attributes written for toggle+optin
-        #: Watches every :meth:`synchronize` for a replay that never ends (sync_watchdog.py); None: unwatched.
+        #: Watches every :meth:`replay` launch and :meth:`synchronize` for a replay that never ends (sync_watchdog.py);
+        #: None: unwatched.
         self.watchdog: SyncWatchdog | None = None
 
     # -- modes -----------------------------------------------------------------------------

@@ -234,6 +234,8 @@ class _Trials:
         kernels are not counted."""
         if self.busy_timer is None:
             raise ValueError("no busy timer")
+        if self.hook is not None:
+            self.hook("[busy]", "busy")
         kernels = {n.name for n in self.graph.nodes if n.kind == "kernel"}
         self._prime(nodes, settle=False)
         out: list[dict[str, float]] = []
@@ -455,6 +457,10 @@ def _unmeasured(name: str, kind: str, nodes: int, reason: str) -> ReplayRow:
     return ReplayRow(name, kind, nodes, math.nan, math.nan, math.nan, math.nan, measurable=False, reason=reason)
 
 
+#: Synchronised replays each group's time alone is taken from (:func:`_time_groups`).
+TIMING_REPLAYS = 10
+
+
 def replay_energy(
     graph: ReplayableGraph,
     measure: Callable[[Callable[[], None]], CallMeasure],
@@ -462,7 +468,7 @@ def replay_energy(
     *,
     top: int = 8,
     marginal: bool = True,
-    timing_replays: int = 10,
+    timing_replays: int = TIMING_REPLAYS,
     repeats: int = 1,
     exclude: Mapping[str, str] | None = None,
     on_trial: TrialHook | None = None,
@@ -748,13 +754,27 @@ def replay_hung(rd: Any, group: str, what: str, waited_s: float, exit_now: Calla
     """What the watchdog does on a hang (from its thread, the main one blocked in the driver): the run directory
     finished as failed with the line, the line on stderr as the CLI prints errors, and the process ended with exit
     status 2 (the hung kernel cannot be stopped otherwise)."""
-    msg = hang_message(group, what, waited_s)
-    if rd is not None:
-        with contextlib.suppress(OSError, ArchlineError):  # the line and the exit matter more than the manifest
-            rd.finish("failed", notes=(f"replay failed: {msg}",))
-    sys.stderr.write(f"archline: error: {msg}\n")
-    sys.stderr.flush()
-    exit_now(GraphError.exit_code)
+    try:
+        msg = hang_message(group, what, waited_s)
+        if rd is not None:
+            with contextlib.suppress(Exception):  # the line and the exit matter more than the manifest
+                rd.finish("failed", notes=(f"replay failed: {msg}",))
+        sys.stderr.write(f"archline: error: {msg}\n")
+        sys.stderr.flush()
+    finally:  # whatever failed above, the process must not stay behind a kernel that does not end
+        exit_now(GraphError.exit_code)
+
+
+#: A replay's waits may last this many times their expected length (the whole step's, times the replays queued
+#: before one wait) before they count as a hang, where that is more than ``hang_s``.
+HANG_FACTOR = 20.0
+
+
+def hang_limit_s(hang_s: float, step_s: float, queued: int, max_total_s: float) -> float:
+    """The watchdog's limit: ``hang_s``, or more for a long step, ``HANG_FACTOR`` × the longest wait a healthy replay
+    makes: ``queued`` whole steps (a timing queues its replays, the prime and the state copy before one wait) or one
+    measurement's ``max_total_s``."""
+    return max(hang_s, HANG_FACTOR * max(queued * max(step_s, 0.0), max_total_s))
 
 
 def run_replay(
@@ -780,7 +800,7 @@ def run_replay(
     design_p_on: float = 0.5,
     design_replicates: int | str | None = "auto",
     design_model: str = DEFAULT_DESIGN_MODEL,
-    hang_s: float = HANG_S,
+    hang_s: float | None = HANG_S,
 ) -> ReplayResult:
     """Capture one call of the PyTorch ``step`` on ``gpu`` and measure its groups by replay.
 
@@ -801,10 +821,12 @@ def run_replay(
     energy of the kernels' busy time beyond theirs in the whole step fitted too; replay_busy.py; held out in session
     18 it fitted no better than links) or ``additive`` (the energies alone).
 
-    ``hang_s``: a wait for a replay that lasts longer than this is a hang (hw/sync_watchdog.py): a kernel waits for
-    something a switched-off node would have done and never ends, which holds the GPU until the process ends. The run
-    directory is then finished as failed, one line says which trial hung (``archline: error: …``) and the process
-    ends with exit status 2 (:func:`replay_hung`).
+    ``hang_s``: a wait for a replay that lasts longer than this (or than :func:`hang_limit_s` allows a long step,
+    timed once after capture) is a hang (hw/sync_watchdog.py): most likely a kernel waiting for something a
+    switched-off node would have done, which cannot be stopped from the host and holds the GPU. The run directory is
+    then finished as failed, one line says which trial hung (``archline: error: …``) and **the process ends** with
+    exit status 2 (:func:`replay_hung`), a Python session calling :func:`archline.replay` included. ``None``: no
+    watchdog (a hang then waits for ever).
     """
     from archline.core.readings import SystemClock
     from archline.errors import ArchlineError
@@ -814,6 +836,8 @@ def run_replay(
     from archline.records import Manifest, RunDir
     from archline.records.replay import write_replay
 
+    if hang_s is not None and not hang_s > 0:
+        raise InputError(f"hang_s must be a number of seconds > 0 (or None: no watchdog), not {hang_s}")
     static = device_static(gpu)  # a missing GPU or NVML is one clear error before PyTorch is asked for CUDA
     rd = None
     if out is not None:
@@ -828,7 +852,7 @@ def run_replay(
 
     trial("[capture]", "capture")
     graph = capture_torch(step, gpu, state=state, keep_buffers=keep_buffers)
-    graph.watchdog = SyncWatchdog(hang_s, lambda waited: replay_hung(rd, last[0], last[1], waited)).start()
+    watchdog: SyncWatchdog | None = None
 
     def measure(fn: Callable[[], None]) -> CallMeasure:
         return measure_callable(
@@ -844,6 +868,16 @@ def run_replay(
         return kernel_busy_s(fn, synchronize=graph.synchronize)
 
     try:
+        if hang_s is not None:
+            # the whole step, every node on, timed once (it always ends): a long step's waits are allowed longer
+            trial("[whole step]", "step")
+            clock = SystemClock()
+            t0 = clock.now_s()
+            graph.replay()
+            graph.synchronize()
+            limit = hang_limit_s(hang_s, clock.now_s() - t0, TIMING_REPLAYS + 2, max_total_s)
+            watchdog = SyncWatchdog(limit, lambda waited: replay_hung(rd, last[0], last[1], waited)).start()
+            graph.watchdog = watchdog
         res = replay_energy(
             graph, measure, SystemClock(), top=top, marginal=marginal, repeats=repeats, exclude=exclude,
             on_trial=trial, design=design, design_seed=design_seed, design_budget_s=design_budget_s,
@@ -869,7 +903,8 @@ def run_replay(
             "graph replay cannot isolate this step's kernels (docs/replay.md)"
         ) from None
     finally:
-        graph.watchdog.stop()
+        if watchdog is not None:
+            watchdog.stop()
         graph.close()
     if rd is not None:
         write_replay(rd, [r.to_row() for r in res.rows], res.summary())

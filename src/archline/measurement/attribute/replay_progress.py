@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 #: What each kind of trial measures (replay.py's ``what``), as a progress line names it.
 PHASES = {
     "capture": "capturing the step as a CUDA graph",
+    "step": "timing the whole step once",
+    "busy": "tracing each kernel's busy time (CUPTI)",
     "timing": "timing each group",
     "design": "the design's configurations",
     "whole": "the whole step",
