@@ -132,6 +132,7 @@ class _Graph:
 
 
 def _run(monkeypatch: pytest.MonkeyPatch, graph: _Graph, **kw: object) -> object:
+    import archline.core.readings as readings
     import archline.hw.graph as hw_graph
     import archline.hw.nvml as nvml
     import archline.measurement.api as api
@@ -143,6 +144,8 @@ def _run(monkeypatch: pytest.MonkeyPatch, graph: _Graph, **kw: object) -> object
     monkeypatch.setattr(nvml, "device_static", lambda gpu: {"name": "fake", "uuid": "GPU-fake"})
     monkeypatch.setattr(nvml, "device_state", lambda gpu: {})
     monkeypatch.setattr(api, "measure_callable", lambda fn, **k: measure(fn))
+    # the fake board's clock: priming's settle and the whole step's timing wait on no wall clock
+    monkeypatch.setattr(readings, "SystemClock", lambda: graph.fake.clock)
     return run_replay(lambda: None, top=1, marginal=False, **kw)  # type: ignore[arg-type]
 
 
