@@ -53,3 +53,19 @@ def test_a_fake_replay_with_a_design_reports_every_phase_in_order() -> None:
         assert later in kinds[2:], (later, kinds)
     assert p.counts["design"] >= 12 and p.counts["alone"] >= 2 and p.counts["without"] >= 2
     assert all(line.startswith("replay: ") and line.endswith(" s)") for line in lines)
+
+
+def test_kinds_that_alternate_print_their_first_trial_then_every_interval() -> None:
+    """The fixed cost measured between the groups alone: a line for each kind's first trial, then one per 30 s."""
+    t = [0.0]
+    lines: list[str] = []
+    p = ReplayProgress(lambda: t[0], lines.append, every_s=30.0)
+    for _ in range(6):
+        p("gemm", "alone")
+        t[0] += 2.0
+        p("[fixed]", "base")
+        t[0] += 2.0
+    assert lines == ["replay: groups alone: 1 so far (0 s)", "replay: the fixed cost (no group on): 1 so far (2 s)"]
+    t[0] = 40.0
+    p("gemm", "alone")
+    assert lines[-1] == "replay: groups alone: 7 so far (40 s)" and len(lines) == 3

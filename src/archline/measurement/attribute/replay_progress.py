@@ -26,8 +26,10 @@ EVERY_S = 30.0
 @dataclass
 class ReplayProgress:
     """A trial hook for :func:`~archline.measurement.attribute.replay.run_replay` (``on_trial``): ``emit`` gets a line
-    when a new kind of trial starts and, as further trials of that kind start, at most every ``every_s`` seconds of
-    ``now()`` (a single trial that never ends prints nothing more: the replay's watchdog says where it stopped), e.g.
+    when a kind of trial starts for the first time and otherwise, as trials start, at most every ``every_s`` seconds
+    of ``now()`` (kinds that alternate, such as the fixed cost measured between the groups alone, or the busy design
+    model's trace after each configuration, do not print a line at every switch; a single trial that never ends
+    prints nothing more: the replay's watchdog says where it stopped), e.g.
     ``replay: the design's configurations: 37 so far (212 s)``. A replay runs for minutes without other output; the
     lines say where it is, and where it stopped if it never ends."""
 
@@ -43,8 +45,9 @@ class ReplayProgress:
         t = self.now()
         if self._t0 is None:
             self._t0 = t
+        first = what not in self.counts
         self.counts[what] += 1
-        if what != self.phase or t - self._last >= self.every_s:
+        if first or t - self._last >= self.every_s:
             self.phase, self._last = what, t
             self.emit(self.line(t))
 
