@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from archline.measurement.attribute.replay import REST, group_nodes, replay_energy
+from archline.measurement.attribute.replay import REST, group_nodes, kept_nodes, replay_energy
 from tests.helpers.fake_graph import FakeGraphGPU, FakeNode, measure_on, watch_enabled
 
 NODES = [
@@ -50,6 +50,29 @@ def test_memsets_stay_enabled_in_every_replay() -> None:
     res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=1, marginal=False)
     assert seen and all(6 in s for s in seen)
     assert any("memsets stay enabled" in n for n in res.notes)
+
+
+INIT = (
+    "_ZN21cask_plugin__5x_cudnn14xmma__5x_cudnn28init_device_workspace_kernelIN14xmma__5x_cudnn13implicit_gemm"
+    "13wgrad_indexedEEvT_b"
+)
+WGRAD = "sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_execute_segment_k_on_kernel__5x_cudnn"
+
+
+def test_a_workspace_set_up_kernel_stays_enabled_in_every_replay_and_is_no_group() -> None:
+    nodes = [*NODES, FakeNode(INIT, 0.00001, 150.0), FakeNode(WGRAD, 0.003, 650.0)]
+    gpu = FakeGraphGPU(nodes)
+    seen = watch_enabled(gpu)
+    assert INIT not in group_nodes(gpu.nodes) and WGRAD in group_nodes(gpu.nodes)
+    assert kept_nodes(gpu.nodes) == [6]
+    # the comparison benchmarks/replay_probe.py makes: without the rule the set-up kernel is a group of its own
+    assert INIT in group_nodes(gpu.nodes, workspace_init=False) and kept_nodes(gpu.nodes, workspace_init=False) == []
+    res = replay_energy(gpu, measure_on(gpu), gpu.clock, top=2, marginal=False)
+    assert seen and all(6 in s for s in seen)
+    # the weight-gradient group alone ran with its workspace's set-up kernel, never without it
+    assert any(s == {6, 7} for s in seen)
+    assert WGRAD in {r.group for r in res.rows} and INIT not in {r.group for r in res.rows}
+    assert any("1 workspace set-up kernels (" in n and "init_device_workspace_kernel" in n for n in res.notes)
 
 
 def test_top_must_be_positive() -> None:

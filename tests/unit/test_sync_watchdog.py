@@ -63,6 +63,13 @@ def test_the_line_names_the_phase_alone_for_the_design_and_the_capture() -> None
     assert "(capturing the step as a CUDA graph)" in hang_message("[capture]", "capture", 61.0)
 
 
+def test_the_line_names_a_group_in_full() -> None:
+    # a cut name hid which variant of a cuDNN weight-gradient kernel hung (session 29); replay's exclude needs it whole
+    name = "sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize64x64x64_split_k_kernel"
+    msg = hang_message(name, "timing", 60.0)
+    assert f": {name})" in msg and "\n" not in msg
+
+
 def test_the_watchdog_thread_calls_on_hang_once_it_sees_a_long_wait() -> None:
     """The thread's own loop, without the wall clock: its stop event's wait returns False (time to look) twice."""
     t = [0.0]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -56,10 +57,12 @@ __all__ = [
     "LUMPED",
     "PINNED",
     "REST",
+    "WORKSPACE_INIT",
     "ReplayResult",
     "ReplayRow",
     "ReplayableGraph",
     "group_nodes",
+    "is_kept",
     "kept_nodes",
     "replay_energy",
     "run_replay",
@@ -73,21 +76,35 @@ DESIGN_KINDS = ("halves", "prefix")
 TrialHook = Callable[[str, str], None]
 
 
-def group_nodes(nodes: Sequence[GraphNode]) -> dict[str, list[int]]:
-    """Node indices by kernel name (copies form one group), in first-seen order. Memsets are no
-    group: they stay enabled in every replay (:func:`kept_nodes`)."""
+#: Kernels that, by their name, set up a workspace the step's next kernels use: kept on in every replay as the
+#: memsets are (cuDNN's ``init_device_workspace_kernel`` before its split-K weight-gradient kernels; session 30: a
+#: VGG-16 step's replay did not finish with such a weight-gradient group alone, session 29).
+WORKSPACE_INIT = re.compile(r"init_device_workspace|init_?workspace|workspace_?init", re.IGNORECASE)
+
+
+def is_kept(node: GraphNode, workspace_init: bool = True) -> bool:
+    """Whether ``node`` stays enabled in every replay: a memset, or (``workspace_init``) a workspace's set-up kernel."""
+    if node.kind == "memset":
+        return True
+    return workspace_init and node.kind == "kernel" and WORKSPACE_INIT.search(node.name) is not None
+
+
+def group_nodes(nodes: Sequence[GraphNode], workspace_init: bool = True) -> dict[str, list[int]]:
+    """Node indices by kernel name (copies form one group), in first-seen order. The nodes
+    :func:`kept_nodes` keeps on are no group: they stay enabled in every replay."""
     out: dict[str, list[int]] = {}
     for n in nodes:
-        if n.kind != "memset":
+        if not is_kept(n, workspace_init):
             out.setdefault(n.name if n.kind == "kernel" else f"[{n.kind}]", []).append(n.index)
     return out
 
 
-def kept_nodes(nodes: Sequence[GraphNode]) -> list[int]:
-    """Nodes enabled in every replay: the memsets. Switched off, a replay of a real training step
-    lost the CUDA context (benchmarks/replay_probe.py on an H100); they most likely reset counters
-    and workspaces that cuBLAS's cooperative GEMMs count on. They take microseconds."""
-    return [n.index for n in nodes if n.kind == "memset"]
+def kept_nodes(nodes: Sequence[GraphNode], workspace_init: bool = True) -> list[int]:
+    """Nodes enabled in every replay: the memsets and (``workspace_init``) the kernels :data:`WORKSPACE_INIT` names.
+    Memsets switched off, a replay of a real training step lost the CUDA context (benchmarks/replay_probe.py on an
+    H100); they most likely reset counters and workspaces that cuBLAS's cooperative GEMMs count on. Both take
+    microseconds. ``workspace_init=False`` keeps only the memsets (benchmarks/replay_probe.py's comparison)."""
+    return [n.index for n in nodes if is_kept(n, workspace_init)]
 
 
 @dataclass
@@ -99,6 +116,9 @@ class _Plan:
     blocked: dict[str, str]
     base: list[int]
     failed: dict[str, str] = field(default_factory=dict)
+    #: The kernels among ``keep`` (workspace set-up kernels, :data:`WORKSPACE_INIT`): how many, and their names.
+    kept_kernels: int = 0
+    kept_kernel_names: list[str] = field(default_factory=list)
 
     @property
     def measurable(self) -> list[str]:
@@ -109,13 +129,14 @@ class _Plan:
         return bool(self.blocked)
 
 
-def _plan(graph: ReplayableGraph, excluded: Mapping[str, str]) -> tuple[_Plan, Switching]:
-    groups = group_nodes(graph.nodes)
-    keep = kept_nodes(graph.nodes)
+def _plan(graph: ReplayableGraph, excluded: Mapping[str, str], workspace_init: bool = True) -> tuple[_Plan, Switching]:
+    groups = group_nodes(graph.nodes, workspace_init)
+    keep = kept_nodes(graph.nodes, workspace_init)
     switching = choose_switching(graph, [i for idx in groups.values() for i in idx])
     blocked = blocked_groups(groups, switching.not_switchable, excluded)
     base = keep + [i for g in blocked for i in groups[g]]
-    return _Plan(groups, keep, blocked, base), switching
+    kernels = [graph.nodes[i].name for i in keep if graph.nodes[i].kind == "kernel"]
+    return _Plan(groups, keep, blocked, base, kept_kernels=len(kernels), kept_kernel_names=kernels), switching
 
 
 #: Seconds the board idles after a priming step before the switched replay's measurement starts.
@@ -721,7 +742,17 @@ def _notes(
         switching.note(),
     ]
     if plan.keep:
-        notes.append(f"the step's {len(plan.keep)} memsets stay enabled in every replay (counters and workspaces)")
+        memsets = len(plan.keep) - plan.kept_kernels
+        kept = [f"{memsets} memsets"] if memsets else []
+        if plan.kept_kernels:
+            names = sorted(set(plan.kept_kernel_names))
+            full = demangle(names)
+            kept.append(
+                f"{plan.kept_kernels} workspace set-up kernels ("
+                + ", ".join(short_name(full.get(n, n), 90) for n in names)
+                + ")"
+            )
+        notes.append(f"the step's {' and '.join(kept)} stay enabled in every replay (counters and workspaces)")
     if not plan.pinned and fixed:
         notes.append(
             f"each group's isolated energy is its replay less a replay with no group enabled ('{FIXED}': the "
@@ -741,7 +772,9 @@ def _notes(
 
 def hang_message(group: str, what: str, waited_s: float) -> str:
     """The line a hung replay prints (and its run directory's note)."""
-    where = PHASES.get(what, what) if group.startswith("[") else f"{PHASES.get(what, what)}: {short_name(group, 60)}"
+    # the group's whole name: replay's exclude and a bug report need it (a cut one hid which variant of a cuDNN
+    # weight-gradient kernel hung, session 29)
+    where = PHASES.get(what, what) if group.startswith("[") else f"{PHASES.get(what, what)}: {group}"
     return (
         f"a replay with nodes switched off did not finish within {waited_s:.0f} s ({where}): a kernel of this step is "
         "most likely waiting for something a switched-off node would have done; a kernel that does not end cannot be "
