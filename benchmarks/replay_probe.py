@@ -2,6 +2,8 @@
 
     python3 benchmarks/replay_probe.py --out DIR [--workload mlp|transformer|resnet50|vgg16cl] [--jobs 4]
         [--modes alone,without] [--timeout-s 120]
+    python3 benchmarks/replay_probe.py --out DIR --workload vgg16cl --walk [--no-workspace-init] [--timeout-s 30]
+        [--limit-s 240]
 
 Graph replay loses the CUDA context on real training steps (docs/replay.md). This probe captures
 the step once to list its node groups, then tries, each in a child process of its own (a lost
@@ -12,15 +14,25 @@ is rewritten after each, so a run its time limit ends keeps what it found). A ch
 did not finish; which of its groups hang alone is what this finds). The children switch nodes by toggling, without
 the priming and the state copy ``archline replay`` adds, so what fails here is a candidate, not the replay's own
 failure.
+
+``--walk`` replays as ``archline replay`` does (its switching mode, its pinned and kept nodes, a whole step from the
+restored state before each switched replay): one child walks the groups in capture order, each alone three times;
+one that does not end within ``--timeout-s`` of its start is killed, its group counted a hang, and a new child goes
+on after it (``DIR/walk-<workload>[-memsets].json``). ``--no-workspace-init`` keeps only the memsets on, as before
+session 30, instead of the memsets and the workspace set-up kernels (replay's ``WORKSPACE_INIT``): the pair of walks
+tells whether those kernels are what a hanging group waits for.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import queue
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -59,6 +71,165 @@ print("ok")
 """
 
 
+WALK = r"""
+import sys, json
+sys.path.insert(0, {workloads!r})
+from archline.hw.graph import capture_torch
+from archline.hw.graph_nodes import SwitchError
+from archline.measurement.attribute.replay import _plan
+make = __import__({module!r}).make_step
+g = capture_torch(make("cuda:0", **{kwargs!r}), 0)
+plan, switching = _plan(g, {{}}, workspace_init={workspace_init!r})
+kept = [g.nodes[i].name for i in plan.keep if g.nodes[i].kind == "kernel"]
+print("plan " + json.dumps({{"mode": switching.mode, "groups": list(plan.groups), "blocked": sorted(plan.blocked),
+                             "memsets": len(plan.keep) - len(kept), "kept_kernels": kept}}), flush=True)
+skip = set(json.loads({skip!r}))
+for name in plan.measurable:
+    if name in skip:
+        continue
+    print("try " + json.dumps(name), flush=True)
+    try:
+        g.restore_state()
+        g.set_enabled(None)
+        g.replay()
+        g.synchronize()
+        g.restore_state()
+        g.set_enabled(plan.groups[name] + plan.base)
+        for _ in range(3):
+            g.reset_state()
+            g.replay()
+        g.synchronize()
+    except SwitchError as exc:
+        print("fail " + json.dumps([name, str(exc)]), flush=True)
+        continue
+    print("ok " + json.dumps(name), flush=True)
+g.set_enabled(None)
+g.replay()
+g.synchronize()
+print("done", flush=True)
+"""
+
+
+class Lines:
+    """A child's stdout, line by line, each wait bounded: ``next(timeout_s)`` is the next line, or None when none came
+    in time or the child ended (``ended`` tells which)."""
+
+    def __init__(self, cmd: list[str]) -> None:
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._q: queue.Queue[str | None] = queue.Queue()
+        self.ended = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._q.put(line.rstrip("\n"))
+        self._q.put(None)
+
+    def next(self, timeout_s: float) -> str | None:
+        try:
+            line = self._q.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        if line is None:
+            self.ended = True
+        return line
+
+    def stop(self) -> str:
+        """Kill the child (if it runs) and return its stderr's last line."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        try:
+            _, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            err = ""
+        return (err.strip().splitlines() or [""])[-1]
+
+
+def walk(
+    module: str,
+    kwargs: dict[str, Any],
+    *,
+    workspace_init: bool,
+    timeout_s: float,
+    limit_s: float,
+    spawn: Callable[[list[str]], Any] = Lines,
+    now: Callable[[], float] = time.monotonic,
+    capture_s: float = 240.0,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Walk the groups alone in children until each has ended, hung or failed, or ``limit_s`` has passed (checked
+    between lines: a trial under way gets its whole ``timeout_s``)."""
+    t0 = now()
+    rows: list[dict[str, Any]] = []
+    plan: dict[str, Any] = {}
+    children = 0
+    complete = cut = False
+
+    def add(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    while not complete and not cut:
+        code = WALK.format(
+            workloads=str(HERE / "workloads"), module=module, kwargs=dict(kwargs), workspace_init=workspace_init,
+            skip=json.dumps([r["group"] for r in rows]),
+        )  # fmt: skip
+        child = spawn([sys.executable, "-c", code])
+        children += 1
+        current: str | None = None
+        progressed = False
+        while True:
+            line = child.next(timeout_s if current is not None else capture_s)
+            if line is None:
+                why = child.stop()
+                if current is not None:  # killed in a trial (a hang), or the child died in it (an error)
+                    hung = not child.ended
+                    detail = f"HANG: did not end within {timeout_s:g} s" if hung else f"ERROR: {why or '?'}"
+                    add({"group": current, "ok": False, "detail": detail})
+                    progressed = True
+                else:  # before its plan (the capture) or between two groups: another child would do the same
+                    where = "[between groups]" if plan else "[capture]"
+                    late = f"no line within {capture_s:g} s" if not child.ended else why or "the child ended"
+                    add({"group": where, "ok": False, "detail": f"ERROR: {late}"})
+                    progressed = False
+                break
+            kind, _, rest = line.partition(" ")
+            if kind == "plan":
+                plan = json.loads(rest)
+            elif kind == "try":
+                current = json.loads(rest)
+            elif kind == "ok":
+                add({"group": json.loads(rest), "ok": True, "detail": "ok"})
+                current, progressed = None, True
+            elif kind == "fail":
+                name, detail = json.loads(rest)
+                add({"group": name, "ok": False, "detail": detail})
+                current, progressed = None, True
+            elif kind == "done":
+                child.stop()
+                complete = True
+                break
+            if kind in ("ok", "fail") and now() - t0 > limit_s:
+                child.stop()
+                cut = True
+                break
+        if not progressed and not complete:
+            break  # a child that learnt nothing: another would not either
+    return {
+        "workspace_init": workspace_init,
+        "plan": plan,
+        "rows": rows,
+        "alone_ok": sum(1 for r in rows if r["ok"]),
+        "hangs": [r["group"] for r in rows if str(r["detail"]).startswith("HANG")],
+        "errors": [r["group"] for r in rows if str(r["detail"]).startswith("ERROR")],
+        "complete": complete,
+        "children": children,
+        "wall_s": now() - t0,
+    }
+
+
 def child(
     module: str, mode: str, group: str = "", kwargs: dict[str, Any] | None = None, timeout_s: float = 120.0
 ) -> tuple[bool, str]:
@@ -88,6 +259,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--modes", default="alone,without", help="which replays to try per group")
     ap.add_argument("--timeout-s", type=float, default=120.0, help="a child that runs longer is killed: a hang")
+    ap.add_argument("--walk", action="store_true", help="walk the groups alone as archline replay switches them")
+    ap.add_argument(
+        "--no-workspace-init", dest="workspace_init", action="store_false",
+        help="--walk: keep only the memsets on, not the workspace set-up kernels",
+    )  # fmt: skip
+    ap.add_argument("--limit-s", type=float, default=240.0, help="--walk: stop starting children after this long")
     a = ap.parse_args(argv)
     modes = [m for m in a.modes.split(",") if m]
     if not modes or any(m not in ("alone", "without") for m in modes):
@@ -96,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--jobs must be ≥ 1 and --timeout-s > 0 (got {a.jobs}, {a.timeout_s:g})")
     a.out.mkdir(parents=True, exist_ok=True)
     module, kwargs = MODULES[a.workload]
+    if a.walk:
+        if not a.limit_s > 0:
+            ap.error(f"--limit-s must be > 0 (got {a.limit_s:g})")
+        return _walk_main(a, module, kwargs)
     t0 = time.time()
     ok, listing = child(module, "list", kwargs=kwargs, timeout_s=a.timeout_s)
     if not ok:
@@ -116,6 +297,31 @@ def main(argv: list[str] | None = None) -> int:
             summary = _summary(a.workload, groups, rows, len(trials), time.time() - t0)
             _write(a.out / f"probe-{a.workload}.json", summary)
     print(f"alone: {summary['alone_ok']}/{len(groups)} survive; without: {summary['without_ok']}/{len(groups)} survive")
+    return 0
+
+
+def _walk_main(a: argparse.Namespace, module: str, kwargs: dict[str, Any]) -> int:
+    path = a.out / f"walk-{a.workload}{'' if a.workspace_init else '-memsets'}.json"
+    kept = "memsets and workspace set-up kernels" if a.workspace_init else "memsets only"
+    print(f"{a.workload}: walking the groups alone ({kept} kept on)", flush=True)
+    found: list[dict[str, Any]] = []
+
+    def row(r: dict[str, Any]) -> None:
+        found.append(r)
+        why = "" if r["ok"] else ": " + str(r["detail"])
+        print(f"{'ok  ' if r['ok'] else 'FAIL'} alone    {r['group'][:110]}{why}", flush=True)
+        _write(path, {"workload": a.workload, "workspace_init": a.workspace_init, "rows": found, "complete": False})
+
+    res = walk(module, kwargs, workspace_init=a.workspace_init, timeout_s=a.timeout_s, limit_s=a.limit_s, on_row=row)
+    _write(path, {"workload": a.workload, **res})
+    groups = len(res["plan"].get("groups", []))
+    print(
+        f"walk ({kept}): {res['alone_ok']} of {groups} groups alone ended well, {len(res['hangs'])} hung, "
+        f"{len(res['errors'])} errors, {res['children']} children, {'complete' if res['complete'] else 'cut short'}; "
+        f"switching {res['plan'].get('mode', '?')}, kept kernels: {res['plan'].get('kept_kernels', [])}"
+    )
+    for h in res["hangs"]:
+        print(f"hang: {h}")
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,3 +50,105 @@ def test_the_summary_counts_hangs_and_modes_are_checked(
         with pytest.raises(SystemExit) as exc:
             probe.main(["--out", str(tmp_path), *bad])
         assert exc.value.code == 2, bad
+
+
+class FakeChild:
+    """A walk's child: its lines in order; ``HANG`` stands for a trial that never ends (next() gives None, the child
+    still running), the end of the list for the child's exit."""
+
+    def __init__(self, lines: list[str], err: str = "") -> None:
+        self.lines, self.err, self.ended, self.stopped = list(lines), err, False, False
+
+    def next(self, timeout_s: float) -> str | None:
+        if not self.lines:
+            self.ended = True
+            return None
+        line = self.lines.pop(0)
+        return None if line == "HANG" else line
+
+    def stop(self) -> str:
+        self.stopped = True
+        return self.err
+
+
+def _spawner(children: list[FakeChild], codes: list[str]) -> Any:
+    def spawn(cmd: list[str]) -> FakeChild:
+        codes.append(cmd[-1])
+        return children.pop(0)
+
+    return spawn
+
+
+PLAN = 'plan {"mode": "rebuild", "groups": ["a", "w", "b"], "blocked": [], "memsets": 2, "kept_kernels": ["init"]}'
+
+
+def test_a_walk_counts_a_group_that_does_not_end_as_a_hang_and_goes_on_after_it_in_a_new_child() -> None:
+    probe = load_bench("replay_probe")
+    first = FakeChild([PLAN, 'try "a"', 'ok "a"', 'try "w"', "HANG"])
+    second = FakeChild([PLAN, 'try "b"', 'fail ["b", "switching failed"]', "done"])
+    codes: list[str] = []
+    seen: list[str] = []
+    res = probe.walk(
+        "train_resnet", {"arch": "vgg16"}, workspace_init=False, timeout_s=30.0, limit_s=600.0,
+        spawn=_spawner([first, second], codes), now=lambda: 0.0, on_row=lambda r: seen.append(r["group"]),
+    )  # fmt: skip
+    assert res["hangs"] == ["w"] and res["alone_ok"] == 1 and res["errors"] == []
+    assert res["complete"] and res["children"] == 2 and first.stopped and second.stopped
+    assert [r["group"] for r in res["rows"]] == seen == ["a", "w", "b"]
+    assert res["rows"][1]["detail"] == "HANG: did not end within 30 s"
+    assert res["plan"]["kept_kernels"] == ["init"]
+    # the second child skips what the first learnt; both are told to keep the memsets only; the code compiles
+    assert 'json.loads(\'["a", "w"]\')' in codes[1] and "workspace_init=False" in codes[0]
+    for code in codes:
+        compile(code, "<walk>", "exec")
+
+
+def test_a_walk_stops_when_a_child_learns_nothing_or_its_time_is_up() -> None:
+    probe = load_bench("replay_probe")
+    dead = FakeChild([], err="RuntimeError: CUDA error: out of memory")
+    res = probe.walk("m", {}, workspace_init=True, timeout_s=5.0, limit_s=60.0, spawn=_spawner([dead], []))
+    assert res["children"] == 1 and not res["complete"]
+    assert res["rows"] == [
+        {"group": "[capture]", "ok": False, "detail": "ERROR: RuntimeError: CUDA error: out of memory"}
+    ]
+    died = FakeChild([PLAN, 'try "a"'], err="torch.AcceleratorError: CUDA error: an illegal memory access")
+    clock = iter([0.0, 100.0, 100.0])  # the start, after "w" ended, the wall time
+    late = FakeChild([PLAN, 'try "w"', 'ok "w"', 'try "b"', 'ok "b"'])
+    res = probe.walk(
+        "m", {}, workspace_init=True, timeout_s=5.0, limit_s=60.0, spawn=_spawner([died, late], []),
+        now=lambda: next(clock),
+    )  # fmt: skip
+    assert res["errors"] == ["a"] and res["rows"][0]["detail"].startswith("ERROR: torch.AcceleratorError")
+    # the limit is checked between trials: "w" ended at 100 s > 60 s, so "b" was never tried
+    assert [r["group"] for r in res["rows"]] == ["a", "w"] and not res["complete"] and late.stopped
+
+
+def test_the_walk_command_writes_its_json_and_names_the_hangs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    probe = load_bench("replay_probe")
+    real = probe.walk
+    children = [FakeChild([PLAN, 'try "a"', 'ok "a"', 'try "w"', "HANG"]), FakeChild([PLAN, "done"])]
+
+    def walk(*args: Any, **kw: Any) -> Any:
+        return real(*args, **kw, spawn=_spawner(children, []), now=lambda: 0.0)
+
+    monkeypatch.setattr(probe, "walk", walk)
+    argv = ["--out", str(tmp_path), "--workload", "vgg16cl", "--walk", "--no-workspace-init", "--timeout-s", "30"]
+    assert probe.main(argv) == 0
+    saved = json.loads((tmp_path / "walk-vgg16cl-memsets.json").read_text())
+    assert saved["hangs"] == ["w"] and saved["complete"] and saved["workspace_init"] is False
+    out = capsys.readouterr().out
+    assert "walk (memsets only): 1 of 3 groups alone ended well, 1 hung" in out and "hang: w" in out
+    with pytest.raises(SystemExit) as exc:
+        probe.main(["--out", str(tmp_path), "--walk", "--limit-s", "0"])
+    assert exc.value.code == 2
+
+
+def test_lines_reads_a_real_childs_lines_and_its_last_error_line() -> None:
+    probe = load_bench("replay_probe")
+    code = "import sys; print('plan {}', flush=True); sys.stderr.write('first\\nboom\\n')"
+    child = probe.Lines([sys.executable, "-c", code])
+    assert child.next(60.0) == "plan {}"
+    assert child.next(60.0) is None and child.ended
+    assert child.stop() == "boom"
