@@ -6,7 +6,7 @@
 #   scripts/restore_traces.sh
 set -eu
 cd "$(dirname "$0")/.."
-commits="86cef85 a6441e1 454ec9c 4c9e02d f193d85 06601a3 5be33cf e9b5efb 9a6ea5e f15a0bf 479c5f4 df59dde f4ef505 fab9b6a 857154d ed95e89 2540a1b 98a068d cab09fe 59364fd 153aafe 9da486b 6d4ffef 3350232 af507e6 6f386f9 ef5ef8e d1789f9 6256572"
+commits="86cef85 a6441e1 454ec9c 4c9e02d f193d85 06601a3 5be33cf e9b5efb 9a6ea5e f15a0bf 479c5f4 df59dde f4ef505 fab9b6a 857154d ed95e89 2540a1b 98a068d cab09fe 59364fd 153aafe 9da486b 6d4ffef 3350232 af507e6 6f386f9 ef5ef8e d1789f9 6256572 6ca2bcd"
 n=0
 for commit in $commits; do
   files=$(git ls-tree -r --name-only "$commit" results | grep -E '/raw/cupti/[^/]+\.bin\.xz$' || true)
