@@ -81,8 +81,11 @@ make = __import__({module!r}).make_step
 g = capture_torch(make("cuda:0", **{kwargs!r}), 0)
 plan, switching = _plan(g, {{}}, workspace_init={workspace_init!r})
 kept = [g.nodes[i].name for i in plan.keep if g.nodes[i].kind == "kernel"]
+import torch
+props = torch.cuda.get_device_properties(0)
+board = {{"name": props.name, "uuid": "GPU-" + str(getattr(props, "uuid", "?"))}}
 print("plan " + json.dumps({{"mode": switching.mode, "groups": list(plan.groups), "blocked": sorted(plan.blocked),
-                             "memsets": len(plan.keep) - len(kept), "kept_kernels": kept}}), flush=True)
+                             "memsets": len(plan.keep) - len(kept), "kept_kernels": kept, "board": board}}), flush=True)
 skip = set(json.loads({skip!r}))
 for name in plan.measurable:
     if name in skip:
@@ -254,7 +257,7 @@ def child(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, help="where the probe's or walk's JSON goes (all but --table)")
     ap.add_argument("--workload", default="mlp", choices=sorted(MODULES))
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--modes", default="alone,without", help="which replays to try per group")
@@ -265,7 +268,12 @@ def main(argv: list[str] | None = None) -> int:
         help="--walk: keep only the memsets on, not the workspace set-up kernels",
     )  # fmt: skip
     ap.add_argument("--limit-s", type=float, default=240.0, help="--walk: stop starting children after this long")
+    ap.add_argument("--table", nargs="+", type=Path, metavar="WALK_JSON", help="print the walks' lines and stop")
     a = ap.parse_args(argv)
+    if a.table:
+        return table(a.table)
+    if a.out is None:
+        ap.error("--out is required (all but --table)")
     modes = [m for m in a.modes.split(",") if m]
     if not modes or any(m not in ("alone", "without") for m in modes):
         ap.error(f"--modes: {a.modes!r} is not a comma list of alone, without")
@@ -297,6 +305,41 @@ def main(argv: list[str] | None = None) -> int:
             summary = _summary(a.workload, groups, rows, len(trials), time.time() - t0)
             _write(a.out / f"probe-{a.workload}.json", summary)
     print(f"alone: {summary['alone_ok']}/{len(groups)} survive; without: {summary['without_ok']}/{len(groups)} survive")
+    return 0
+
+
+def _board(path: Path, walked: dict[str, Any]) -> str:
+    """The walk's board: its own record (since session 30's plans), else the nvidia-smi.csv shipped beside it."""
+    uuid = str(walked.get("plan", {}).get("board", {}).get("uuid", ""))
+    if uuid.startswith("GPU-") and uuid != "GPU-?":
+        return uuid[:12]
+    smi = path.with_suffix(".nvidia-smi.csv")
+    if smi.is_file():
+        lines = [ln for ln in smi.read_text().splitlines()[1:] if ln.strip()]
+        if len(lines) == 1:
+            return lines[0].split(",")[2].strip()[:12]
+    return "board ?"
+
+
+def table(paths: list[Path]) -> int:
+    """One line per walk: its board, what was kept on, how many groups alone ended well, which hung."""
+    for path in paths:
+        try:
+            walked = json.loads(path.read_text())
+            kept = "memsets and set-up kernels" if walked["workspace_init"] else "memsets only"
+            groups = len(walked["plan"]["groups"])
+            line = (
+                f"{_board(path, walked)} {walked['workload']}: {kept} kept on ({len(walked['plan']['kept_kernels'])} "
+                f"set-up kernel nodes, switching {walked['plan']['mode']}): {walked['alone_ok']} of {groups} groups "
+                f"alone ended well, {len(walked['hangs'])} hung, {len(walked['errors'])} errors"
+                f"{'' if walked['complete'] else ' (cut short)'}"
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"replay_probe: {path}: not a walk's JSON ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return 2
+        print(line)
+        for h in walked["hangs"]:
+            print(f"  hung: {h}")
     return 0
 
 
