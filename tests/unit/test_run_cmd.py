@@ -551,3 +551,17 @@ def test_a_run_through_the_shipped_sensor_prior_says_how_to_get_the_boards_own(f
     b = run(tmp_path / "own")
     assert not [n for n in b.notes if "archline sensor calibrate" in n]
     assert "calibration (GPU-fake-h10" in RunDir.open(tmp_path / "own").manifest.extra["buffer_model"]
+
+
+def test_a_program_at_the_boards_power_limit_is_warned_of(fake_gpu, tmp_path):
+    # the fake board is limited to 700 W; a kernel drawing 690 W back to back keeps it at ≥ 97 % of that
+    p = tmp_path / "capped.py"
+    p.write_text("import archline_fake_cuda as gpu\nfor i in range(128):\n    gpu.launch('gemm', 0.005, 690.0)\n")
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "run"), "--", str(p)], obj=fake_gpu.deps)
+    assert res.exit_code == 0, res.output
+    assert "archline: warning: the board was at its power limit (≥ 97 % of 700 W) in " in res.output
+    info = json.loads((tmp_path / "run" / "attribution.json").read_text())["extra"]["at_limit"]
+    assert info["share"] >= 0.9 and info["limit_w"] == 700.0
+    p.write_text("import archline_fake_cuda as gpu\nfor i in range(128):\n    gpu.launch('gemm', 0.005, 400.0)\n")
+    res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "run2"), "--", str(p)], obj=fake_gpu.deps)
+    assert res.exit_code == 0 and "power limit" not in res.output

@@ -16,6 +16,7 @@ from archline.cli.run_multi import gpus_for_run, print_multi_run
 from archline.cli.tables import Col, fit_table
 from archline.core.activity import short_name
 from archline.errors import InputError
+from archline.measurement.attribute.ceiling import at_limit_warning
 from archline.measurement.attribute.run import DUTY_MODES
 
 if TYPE_CHECKING:  # the attribution pulls in scipy: imported when a command runs, not at CLI start
@@ -395,6 +396,8 @@ def register(app: typer.Typer) -> None:
             for n in (*a.notes, *result.notes):
                 console.print(f"[dim]note:[/] {escape(n)}", markup=True, highlight=False)
             console.print(f"run directory: {run_dir}")
+        if result is not None and (warn := at_limit_warning(result.extra)) is not None:
+            err_console.print(f"archline: warning: {warn}", soft_wrap=True, markup=False)
         if code != 0:
             what = f" ({escape(failure)})" if failure else ""
             err_console.print(f"[bold red]archline: error:[/] the program exited with status {code}{what}")

@@ -19,6 +19,7 @@ from archline.core.readings import Readings
 from archline.core.recording import Recording
 from archline.errors import SensorError
 from archline.measurement.attribute.buffer_fit import LIMIT_SLACK, buffer_design
+from archline.measurement.attribute.ceiling import AtLimit, at_limit
 from archline.measurement.attribute.column_fit import ColumnFit, fit_columns
 from archline.measurement.attribute.design import GAP_NAMES, Design, design_matrix, long_energy, prepare, search_delay
 from archline.measurement.attribute.prior import KernelPrior
@@ -171,6 +172,15 @@ class _FitData:
     y_j: F64
     source: str
     mean_w: float
+
+
+def _at_limit(activities: Sequence[ActivityRecord], buf: Readings | None, opts: AttributionOptions) -> AtLimit | None:
+    """The board at its power limit while kernels ran, from the power buffer (None without a limit or a buffer)."""
+    kernels = [a for a in activities if a.kind == "kernel"]
+    if not opts.power_limit_w or buf is None or len(buf) == 0 or not kernels:
+        return None
+    busy = (min(a.start_s for a in kernels), max(a.end_s for a in kernels))
+    return at_limit(buf.t_s, buf.value, busy, opts.power_limit_w)
 
 
 def _power_samples(
@@ -439,6 +449,9 @@ def attribute_energy(
         extra_capped = {d.col_names[k]: w for k, w in zip(cols.impossible_priors, cols.impossible_prior_w, strict=True)}
     else:
         extra_capped = {}
+    limit = _at_limit(activities, buf, opts)
+    if limit is not None and limit.warned:
+        notes.append(limit.warning())
     rows, long, clipped_s = _rows(d, s, data, cols, long_e, traced is not None, opts, notes)
     return AttributionResult(
         rows=rows,
@@ -470,6 +483,7 @@ def attribute_energy(
             "fit_window_count": int(data.x.shape[0]),
             "power_limit_w": opts.power_limit_w,
             "power_ceiling_w": opts.power_ceiling_w,
+            "at_limit": limit.to_json() if limit is not None else None,
             "power_bound_w": {
                 d.col_names[k]: float(cols.bound_w[k])
                 for k in cols.active.tolist()

@@ -18,15 +18,29 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from archline.records.shipped import shipped_roots
 
-__all__ = ["BURST_GLOB", "LIMIT_SLACK", "BurstCeiling", "ceiling_from_file", "kernel_bounds", "shipped_burst_ceiling"]
+__all__ = [
+    "AT_LIMIT_FRACTION",
+    "AT_LIMIT_WARN",
+    "BURST_GLOB",
+    "LIMIT_SLACK",
+    "AtLimit",
+    "BurstCeiling",
+    "at_limit",
+    "at_limit_warning",
+    "ceiling_from_file",
+    "kernel_bounds",
+    "shipped_burst_ceiling",
+]
 
 F64 = NDArray[np.float64]
 
@@ -34,6 +48,63 @@ F64 = NDArray[np.float64]
 LIMIT_SLACK = 1.05
 #: Where the burst measurements of a shipped results folder are (``<root>/<gpu>/bench/burst-power/``).
 BURST_GLOB = "*/bench/burst-power/burst_power-*.json"
+
+
+#: A power-buffer reading at or above this share of the enforced limit counts as the board at its limit.
+AT_LIMIT_FRACTION = 0.97
+#: From this share of the busy readings at the limit on, a run's notes warn that the per-kernel model may not hold.
+#: Session 30, a warning, nothing scored by it; on the shipped runs of sessions 22–30 (docs/data/at_limit_s30.txt,
+#: scripts/at_limit_s30.sh): 0–2.6 % on the H100 transformer and ResNet-50 runs, 0 % on the H200s at batch 16,
+#: 4.3–10.2 % on VGG-16, 30.2–33.7 % on the H200s at batch 128, 55.7–68.3 % on the d = 2048 transformer.
+AT_LIMIT_WARN = 0.25
+
+
+@dataclass(frozen=True)
+class AtLimit:
+    """How much of a program's busy time the board spent at its power limit, by the power buffer's readings."""
+
+    share: float
+    readings: int
+    limit_w: float
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"share": self.share, "readings": self.readings, "limit_w": self.limit_w, "fraction": AT_LIMIT_FRACTION}
+
+    @property
+    def warned(self) -> bool:
+        return self.readings > 0 and self.share >= AT_LIMIT_WARN
+
+    def warning(self) -> str:
+        return (
+            f"the board was at its power limit (≥ {100 * AT_LIMIT_FRACTION:.0f} % of {self.limit_w:.0f} W) in "
+            f"{100 * self.share:.0f} % of the power buffer's {self.readings} readings while kernels ran: its power "
+            "controller then lowers the clocks, so a kernel's power depends on what runs around it, which the "
+            "per-kernel fit does not model; rows can disagree with graph replay's isolated energies, measured below "
+            "the limit (docs/attribution.md, 'Session 30')"
+        )
+
+
+def at_limit_warning(extra: Mapping[str, Any]) -> str | None:
+    """The warning an attribution's ``extra["at_limit"]`` calls for, or None (below the share, or not measured)."""
+    got = extra.get("at_limit")
+    if not isinstance(got, Mapping):
+        return None
+    try:
+        lim = AtLimit(float(got["share"]), int(got["readings"]), float(got["limit_w"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return lim.warning() if lim.warned else None
+
+
+def at_limit(t_s: F64, power_w: F64, busy: tuple[float, float], limit_w: float) -> AtLimit:
+    """The share of the readings taken inside ``busy`` (the first kernel's start to the last one's end, on the
+    readings' clock) at or above :data:`AT_LIMIT_FRACTION` × ``limit_w``."""
+    t = np.asarray(t_s, np.float64)
+    p = np.asarray(power_w, np.float64)
+    inside = (t >= busy[0]) & (t <= busy[1]) & np.isfinite(p)
+    n = int(inside.sum())
+    share = float(np.mean(p[inside] >= AT_LIMIT_FRACTION * limit_w)) if n else 0.0
+    return AtLimit(share, n, float(limit_w))
 
 
 @dataclass(frozen=True)
