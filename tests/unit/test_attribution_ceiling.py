@@ -13,7 +13,9 @@ import pytest
 
 from archline.measurement.attribute.attribution import AttributionOptions
 from archline.measurement.attribute.ceiling import (
+    AT_LIMIT_WARN,
     LIMIT_SLACK,
+    at_limit,
     ceiling_from_file,
     kernel_bounds,
     shipped_burst_ceiling,
@@ -113,3 +115,54 @@ def test_an_h200_gets_its_own_shipped_ceiling_not_the_h100s() -> None:
     assert c.uuid.startswith("GPU-339faabf") and c.source.startswith("results/h200/bench/burst-power/")
     assert 1000.0 < c.power_w < 1100.0 and c.power_w != h100.power_w
     assert shipped_burst_ceiling("NVIDIA B200", [ROOT / "results"]) is None
+
+
+def test_the_share_at_the_limit_counts_the_readings_taken_while_kernels_ran() -> None:
+    t = np.arange(10.0)
+    p = np.array([120.0, 690.0, 700.0, 679.0, 500.0, 710.0, np.nan, 700.0, 699.0, 700.0])
+    got = at_limit(t, p, (1.0, 8.0), 700.0)  # 1..8: 690 700 679 500 710 NaN 700 699 -> 7 finite readings
+    assert got.readings == 7 and got.share == pytest.approx(6 / 7)  # ≥ 679 W (97 % of 700 W): all but the 500 W
+    assert got.warned and "in 86 % of the power buffer's 7 readings" in got.warning()
+    none = at_limit(t, p, (20.0, 30.0), 700.0)
+    assert none.readings == 0 and none.share == 0.0 and not none.warned
+    assert not at_limit(t, p, (1.0, 8.0), 2000.0).warned
+
+
+def test_a_run_at_its_power_limit_is_warned_of_and_one_below_it_is_not() -> None:
+    # the steady loop's convolutions draw 450–520 W: on a "400 W" board it sits at the limit much of its busy time
+    at = _attribute(1, AttributionOptions(buffer_model=LAGGED_BUFFER, power_limit_w=400.0))[1]
+    below = _attribute(1, AttributionOptions(buffer_model=LAGGED_BUFFER, power_limit_w=2000.0))[1]
+    info = at.extra["at_limit"]
+    assert info["share"] >= AT_LIMIT_WARN and info["readings"] > 100 and info["limit_w"] == 400.0
+    assert sum(n.startswith("the board was at its power limit (≥ 97 % of 400 W) in ") for n in at.notes) == 1
+    assert below.extra["at_limit"]["share"] == 0.0 and not any("at its power limit" in n for n in below.notes)
+    assert _attribute(1, AttributionOptions(buffer_model=LAGGED_BUFFER))[1].extra["at_limit"] is None  # no limit known
+
+
+def test_the_warning_is_read_back_from_an_attributions_extra() -> None:
+    from archline.measurement.attribute.ceiling import at_limit_warning
+
+    at = {"at_limit": {"share": 0.58, "readings": 612, "limit_w": 700.0, "fraction": 0.97}}
+    assert (w := at_limit_warning(at)) is not None and "in 58 % of the power buffer's 612 readings" in w
+    assert at_limit_warning({"at_limit": {"share": 0.1, "readings": 612, "limit_w": 700.0}}) is None
+    for extra in ({}, {"at_limit": None}, {"at_limit": {"share": "x"}}, {"at_limit": {"readings": 3}}):
+        assert at_limit_warning(extra) is None
+
+
+def test_the_at_limit_table_finds_runs_and_says_what_it_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.helpers.bench import load_bench
+
+    table = load_bench("at_limit_table")
+    assert table.main([]) == 2
+    assert table.main([str(tmp_path)]) == 2 and str(tmp_path) in capsys.readouterr().err
+    run = tmp_path / "set" / "w-run"
+    (run / "raw").mkdir(parents=True)
+    (run / "raw" / "recording.npz").write_bytes(b"")
+    assert table.runs([tmp_path / "set"]) == [run] and table.runs([run]) == [run]
+    (run / "manifest.json").write_text("{}")
+    assert table.main([str(tmp_path / "set")]) == 0
+    assert capsys.readouterr().out.strip() == f"{run}: no raw CUPTI trace (scripts/restore_traces.sh)"
+    (tmp_path / "set" / "summary.json").write_text('{"workloads": {"w": {"identifiable_within_15pct_share": 0.435}}}')
+    assert table.within_15(run) == " 43.5"
