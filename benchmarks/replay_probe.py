@@ -26,18 +26,23 @@ tells whether those kernels are what a hanging group waits for.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import queue
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+#: A Python exception's line in a traceback: ``RuntimeError: …``, ``torch.AcceleratorError: …``.
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b:?")
 #: Each workload's module in benchmarks/workloads and the keywords of its ``make_step`` beyond the device.
 MODULES: dict[str, tuple[str, dict[str, Any]]] = {
     "resnet50": ("train_resnet", {}),
@@ -53,13 +58,13 @@ from archline.hw.graph import capture_torch
 from archline.measurement.attribute.replay import group_nodes, kept_nodes
 make = __import__({module!r}).make_step
 g = capture_torch(make("cuda:0", **{kwargs!r}), 0)
-groups = group_nodes(g.nodes)
+groups = group_nodes(g.nodes, {workspace_init!r})
 if {mode!r} == "list":
     print(json.dumps({{k: len(v) for k, v in groups.items()}}))
     raise SystemExit(0)
 idx = groups[{group!r}]
 every = [i for v in groups.values() for i in v]
-keep = kept_nodes(g.nodes)
+keep = kept_nodes(g.nodes, {workspace_init!r})
 g.set_enabled((idx if {mode!r} == "alone" else [i for i in every if i not in set(idx)]) + keep)
 for _ in range(3):
     g.replay()
@@ -106,28 +111,42 @@ for name in plan.measurable:
         print("fail " + json.dumps([name, str(exc)]), flush=True)
         continue
     print("ok " + json.dumps(name), flush=True)
-g.set_enabled(None)
-g.replay()
-g.synchronize()
+if "[whole step]" not in skip:  # the whole step at the end, every node on (not again after a child hung in it)
+    print("try " + json.dumps("[whole step]"), flush=True)
+    g.set_enabled(None)
+    g.replay()
+    g.synchronize()
 print("done", flush=True)
 """
 
 
 class Lines:
     """A child's stdout, line by line, each wait bounded: ``next(timeout_s)`` is the next line, or None when none came
-    in time or the child ended (``ended`` tells which)."""
+    in time or the child ended (``ended`` tells which). Its stderr is read as it comes (a child blocked on a full
+    pipe would look like a hang); its last lines are kept for :meth:`stop`."""
 
     def __init__(self, cmd: list[str]) -> None:
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self._q: queue.Queue[str | None] = queue.Queue()
+        self._err: deque[str] = deque(maxlen=200)
         self.ended = False
-        threading.Thread(target=self._read, daemon=True).start()
+        self._readers = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
+        for t in self._readers:
+            t.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self._q.put(line.rstrip("\n"))
         self._q.put(None)
+
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self._err.append(line.rstrip("\n"))
 
     def next(self, timeout_s: float) -> str | None:
         try:
@@ -139,14 +158,22 @@ class Lines:
         return line
 
     def stop(self) -> str:
-        """Kill the child (if it runs) and return its stderr's last line."""
+        """Kill the child (if it runs) and return what its stderr says went wrong (:func:`last_error`)."""
         if self.proc.poll() is None:
             self.proc.kill()
-        try:
-            _, err = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            err = ""
-        return (err.strip().splitlines() or [""])[-1]
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=30)
+        self._readers[1].join(timeout=5)
+        return last_error(list(self._err))
+
+
+def last_error(lines: list[str]) -> str:
+    """The last exception line of a child's stderr (``torch.AcceleratorError: CUDA error: …``), not PyTorch's advice
+    after it; else its last line."""
+    for line in reversed(lines):
+        if EXCEPTION_LINE.match(line.strip()):
+            return line.strip()
+    return next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
 
 
 def walk(
@@ -175,6 +202,9 @@ def walk(
             on_row(row)
 
     while not complete and not cut:
+        if children and now() - t0 > limit_s:  # after a hang or an error: no new child past the limit
+            cut = True
+            break
         code = WALK.format(
             workloads=str(HERE / "workloads"), module=module, kwargs=dict(kwargs), workspace_init=workspace_init,
             skip=json.dumps([r["group"] for r in rows]),
@@ -234,24 +264,27 @@ def walk(
 
 
 def child(
-    module: str, mode: str, group: str = "", kwargs: dict[str, Any] | None = None, timeout_s: float = 120.0
+    module: str,
+    mode: str,
+    group: str = "",
+    kwargs: dict[str, Any] | None = None,
+    timeout_s: float = 120.0,
+    workspace_init: bool = True,
 ) -> tuple[bool, str]:
     """One child: list the groups, or replay with ``group`` alone or without it; (whether it ended well, its last
-    line or why not)."""
+    line or why not). ``workspace_init``: the workspace set-up kernels kept on, as replay keeps them (else the
+    memsets only, as before session 30)."""
     code = CHILD.format(
-        workloads=str(HERE / "workloads"), module=module, mode=mode, group=group, kwargs=dict(kwargs or {})
-    )
+        workloads=str(HERE / "workloads"), module=module, mode=mode, group=group, kwargs=dict(kwargs or {}),
+        workspace_init=workspace_init,
+    )  # fmt: skip
     try:
         res = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s, check=False
         )
     except subprocess.TimeoutExpired:  # killed: a replay that did not finish (or a capture that slow)
         return False, f"HANG: did not end within {timeout_s:g} s"
-    tail = (
-        (res.stdout.strip().splitlines() or [""])[-1]
-        if res.returncode == 0
-        else (res.stderr.strip().splitlines() or ["?"])[-1]
-    )
+    tail = (res.stdout.strip().splitlines() or [""])[-1] if res.returncode == 0 else last_error(res.stderr.splitlines())
     return res.returncode == 0, tail
 
 
@@ -265,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--walk", action="store_true", help="walk the groups alone as archline replay switches them")
     ap.add_argument(
         "--no-workspace-init", dest="workspace_init", action="store_false",
-        help="--walk: keep only the memsets on, not the workspace set-up kernels",
+        help="keep only the memsets on, not the workspace set-up kernels (as before session 30)",
     )  # fmt: skip
     ap.add_argument("--limit-s", type=float, default=240.0, help="--walk: stop starting children after this long")
     ap.add_argument("--table", nargs="+", type=Path, metavar="WALK_JSON", help="print the walks' lines and stop")
@@ -286,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"--limit-s must be > 0 (got {a.limit_s:g})")
         return _walk_main(a, module, kwargs)
     t0 = time.time()
-    ok, listing = child(module, "list", kwargs=kwargs, timeout_s=a.timeout_s)
+    ok, listing = child(module, "list", kwargs=kwargs, timeout_s=a.timeout_s, workspace_init=a.workspace_init)
     if not ok:
         print(f"capture failed: {listing}")
         return 1
@@ -296,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     with ThreadPoolExecutor(a.jobs) as pool:
-        futures = {pool.submit(child, module, m, g, kwargs, a.timeout_s): (g, m) for g, m in trials}
+        futures = {pool.submit(child, module, m, g, kwargs, a.timeout_s, a.workspace_init): (g, m) for g, m in trials}
         for fut in as_completed(futures):
             (g, mode), (passed, tail) = futures[fut], fut.result()
             rows.append({"group": g, "nodes": groups[g], "mode": mode, "ok": passed, "detail": tail})
@@ -327,7 +360,7 @@ def table(paths: list[Path]) -> int:
         try:
             walked = json.loads(path.read_text())
             kept = "memsets and set-up kernels" if walked["workspace_init"] else "memsets only"
-            groups = len(walked["plan"]["groups"])
+            groups = len(set(walked["plan"]["groups"]) - set(walked["plan"].get("blocked", [])))
             line = (
                 f"{_board(path, walked)} {walked['workload']}: {kept} kept on ({len(walked['plan']['kept_kernels'])} "
                 f"set-up kernel nodes, switching {walked['plan']['mode']}): {walked['alone_ok']} of {groups} groups "
@@ -353,7 +386,13 @@ def _walk_main(a: argparse.Namespace, module: str, kwargs: dict[str, Any]) -> in
         found.append(r)
         why = "" if r["ok"] else ": " + str(r["detail"])
         print(f"{'ok  ' if r['ok'] else 'FAIL'} alone    {r['group'][:110]}{why}", flush=True)
-        _write(path, {"workload": a.workload, "workspace_init": a.workspace_init, "rows": found, "complete": False})
+        so_far = {  # what a walk its time limit ends keeps: --table reads it as a walk cut short
+            "workload": a.workload, "workspace_init": a.workspace_init, "plan": {"groups": [], "kept_kernels": []},
+            "rows": found, "alone_ok": sum(1 for x in found if x["ok"]),
+            "hangs": [x["group"] for x in found if str(x["detail"]).startswith("HANG")],
+            "errors": [x["group"] for x in found if str(x["detail"]).startswith("ERROR")], "complete": False,
+        }  # fmt: skip
+        _write(path, so_far)
 
     res = walk(module, kwargs, workspace_init=a.workspace_init, timeout_s=a.timeout_s, limit_s=a.limit_s, on_row=row)
     _write(path, {"workload": a.workload, **res})

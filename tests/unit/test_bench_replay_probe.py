@@ -35,7 +35,15 @@ def test_the_summary_counts_hangs_and_modes_are_checked(
 ) -> None:
     probe = load_bench("replay_probe")
 
-    def child(module: str, mode: str, group: str = "", kwargs: Any = None, timeout_s: float = 120.0) -> Any:
+    def child(
+        module: str,
+        mode: str,
+        group: str = "",
+        kwargs: Any = None,
+        timeout_s: float = 120.0,
+        workspace_init: bool = True,
+    ) -> Any:
+        assert workspace_init  # replay's own rule unless --no-workspace-init
         if mode == "list":
             return True, json.dumps({"wgrad": 3, "relu": 13})
         return (False, "HANG: did not end within 9 s") if group == "wgrad" else (True, "ok")
@@ -112,7 +120,7 @@ def test_a_walk_stops_when_a_child_learns_nothing_or_its_time_is_up() -> None:
         {"group": "[capture]", "ok": False, "detail": "ERROR: RuntimeError: CUDA error: out of memory"}
     ]
     died = FakeChild([PLAN, 'try "a"'], err="torch.AcceleratorError: CUDA error: an illegal memory access")
-    clock = iter([0.0, 100.0, 100.0])  # the start, after "w" ended, the wall time
+    clock = iter([0.0, 10.0, 100.0, 100.0])  # the start, before the 2nd child, after "w" ended, the wall time
     late = FakeChild([PLAN, 'try "w"', 'ok "w"', 'try "b"', 'ok "b"'])
     res = probe.walk(
         "m", {}, workspace_init=True, timeout_s=5.0, limit_s=60.0, spawn=_spawner([died, late], []),
@@ -211,3 +219,41 @@ def test_session_30s_docs_data_is_what_redo_s30_prints(capsys: pytest.CaptureFix
     hung = "  hung: sm90_xmma_wgrad_indexed_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize256x128x64_"
     assert text.count(hung) == 2 and text.count("48 of 48 groups alone ended well, 0 hung, 0 errors") == 2
     assert "GPU-0496e08b transformer2k skipped: the windows refuted the priors' spread" in text
+
+
+def test_a_walk_starts_no_child_past_its_limit_and_names_a_hang_of_the_last_whole_step() -> None:
+    probe = load_bench("replay_probe")
+    hung = FakeChild([PLAN, 'try "a"', "HANG"])
+    clock = iter([0.0, 700.0, 700.0])  # the start; the hang ended past the 600 s limit; the wall time
+    res = probe.walk("m", {}, workspace_init=True, timeout_s=30.0, limit_s=600.0, spawn=_spawner([hung], []),
+                     now=lambda: next(clock))  # fmt: skip
+    assert res["hangs"] == ["a"] and res["children"] == 1 and not res["complete"]
+    last = FakeChild([PLAN, 'try "a"', 'ok "a"', 'try "[whole step]"', "HANG"])
+    codes: list[str] = []
+    res = probe.walk("m", {}, workspace_init=True, timeout_s=30.0, limit_s=600.0,
+                     spawn=_spawner([last, FakeChild([PLAN, "done"])], codes), now=lambda: 0.0)  # fmt: skip
+    assert res["hangs"] == ["[whole step]"] and res["alone_ok"] == 1 and res["complete"] and res["children"] == 2
+    assert 'json.loads(\'["a", "[whole step]"]\')' in codes[1]  # the second child skips the whole step too
+
+
+def test_the_error_line_is_the_exception_not_the_advice_after_it() -> None:
+    probe = load_bench("replay_probe")
+    err = [
+        "Traceback (most recent call last):",
+        '  File "<string>", line 9, in <module>',
+        "torch.AcceleratorError: CUDA error: an illegal memory access was encountered",
+        "CUDA kernel errors might be asynchronously reported at some other API call.",
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        "",
+    ]
+    assert probe.last_error(err) == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    assert probe.last_error(["just a line", "  "]) == "just a line" and probe.last_error([]) == ""
+
+
+def test_a_child_writing_much_to_stderr_is_not_blocked_by_its_pipe() -> None:
+    probe = load_bench("replay_probe")
+    code = "import sys; sys.stderr.write('x' * 300000 + '\\n'); print('plan {}', flush=True); raise ValueError('late')"
+    child = probe.Lines([sys.executable, "-c", code])
+    assert child.next(60.0) == "plan {}"  # a child blocked on a full stderr pipe would never print it
+    assert child.next(60.0) is None and child.ended
+    assert child.stop() == "ValueError: late"
