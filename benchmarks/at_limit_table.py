@@ -53,7 +53,7 @@ def one(run: Path) -> str:
     manifest = json.loads((run / "manifest.json").read_text())
     gpu = manifest.get("gpu") or {}
     state = manifest.get("state_before") or {}
-    limit = state.get("enforced_power_limit_w") or state.get("power_limit_w") or gpu.get("default_power_limit_w")
+    limit = state.get("enforced_power_limit_w") or state.get("power_limit_w")  # as archline run took it (api.py)
     traces = sorted((run / "raw" / "cupti").glob("cupti-*.bin*"))
     if not traces:
         return f"{run}: no raw CUPTI trace (scripts/restore_traces.sh)"

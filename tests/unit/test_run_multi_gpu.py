@@ -201,3 +201,20 @@ def test_several_gpus_need_the_injection_tracer(node, tmp_path):
                                    *program("plain")], obj=node.deps)  # fmt: skip
     assert res.exit_code == 2 and "--tracer python records one process on one GPU" in res.output
     assert len(res.output.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_each_gpu_at_its_power_limit_is_warned_of(node, tmp_path, monkeypatch):
+    import archline.cli.run_multi as run_multi
+
+    seen: list[dict] = []
+
+    def warning(extra):  # the GPUs' attributions, as the one-GPU path reads them (ceiling.at_limit_warning)
+        seen.append(extra)
+        return "at the limit (fake)" if len(seen) == 2 else None
+
+    monkeypatch.setattr(run_multi, "at_limit_warning", warning)
+    res = CliRunner().invoke(app, ["run", "--gpu", "0,1", "-o", str(tmp_path / "t"), "--", *program("plain")],
+                             obj=node.deps)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert len(seen) == 2 and all("at_limit" in e for e in seen)
+    assert "archline: warning: GPU 1: at the limit (fake)" in res.output and "GPU 0: at the limit" not in res.output

@@ -393,10 +393,13 @@ def register(app: typer.Typer) -> None:
             console.print(render_table(result, top=top))
             if result.whole_program_only:
                 console.print("[yellow]whole-program energy only: no per-kernel rows[/] (see notes)")
+        warn = at_limit_warning(result.extra) if result is not None else None
+        if result is not None and not as_json:
             for n in (*a.notes, *result.notes):
-                console.print(f"[dim]note:[/] {escape(n)}", markup=True, highlight=False)
+                if n != warn:  # that one is a warning on stderr, below
+                    console.print(f"[dim]note:[/] {escape(n)}", markup=True, highlight=False)
             console.print(f"run directory: {run_dir}")
-        if result is not None and (warn := at_limit_warning(result.extra)) is not None:
+        if warn is not None:
             err_console.print(f"archline: warning: {warn}", soft_wrap=True, markup=False)
         if code != 0:
             what = f" ({escape(failure)})" if failure else ""

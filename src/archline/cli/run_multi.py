@@ -13,6 +13,7 @@ from rich.markup import escape
 from archline.cli._common import console, err_console, parse_gpus, print_json
 from archline.cli.tables import Col, fit_table
 from archline.errors import InputError
+from archline.measurement.attribute.ceiling import at_limit_warning
 
 if TYPE_CHECKING:
     from archline.measurement.attribute.backend import Backend
@@ -102,6 +103,8 @@ def print_multi_run(
                 console.print(kernel_table(result, top))
                 if result.whole_program_only:
                     console.print("[yellow]whole-program energy only on this GPU: no per-kernel rows[/] (see notes)")
+                if (warn := at_limit_warning(result.extra)) is not None:
+                    err_console.print(f"archline: warning: GPU {g.target.index}: {warn}", soft_wrap=True, markup=False)
         console.print(_gpu_table(run))
         for n in run.notes:
             console.print(f"[dim]note:[/] {escape(n)}", markup=True, highlight=False)

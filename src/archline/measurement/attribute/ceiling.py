@@ -61,7 +61,8 @@ AT_LIMIT_WARN = 0.25
 
 @dataclass(frozen=True)
 class AtLimit:
-    """How much of a program's busy time the board spent at its power limit, by the power buffer's readings."""
+    """The share of the power buffer's readings at the power limit over a program's traced busy span (its first
+    kernel's start to its last one's end, idle gaps inside it included)."""
 
     share: float
     readings: int
@@ -77,10 +78,10 @@ class AtLimit:
     def warning(self) -> str:
         return (
             f"the board was at its power limit (≥ {100 * AT_LIMIT_FRACTION:.0f} % of {self.limit_w:.0f} W) in "
-            f"{100 * self.share:.0f} % of the power buffer's {self.readings} readings while kernels ran: its power "
-            "controller then lowers the clocks, so a kernel's power depends on what runs around it, which the "
-            "per-kernel fit does not model; rows can disagree with graph replay's isolated energies, measured below "
-            "the limit (docs/attribution.md, 'Session 30')"
+            f"{100 * self.share:.0f} % of the power buffer's {self.readings} readings from the first kernel to the "
+            "last: its power controller then lowers the clocks, so a kernel's power depends on what runs around it, "
+            "which the per-kernel fit does not model; rows can disagree with graph replay's isolated energies, "
+            "measured below the limit (docs/attribution.md, 'Session 30')"
         )
 
 
