@@ -92,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"at_limit_table: no archline run directory under {', '.join(map(str, args))}", file=sys.stderr)
         return 2
     for run in found:
-        print(one(run), flush=True)
+        try:
+            print(one(run), flush=True)
+        except (OSError, ValueError, KeyError) as exc:  # a run directory missing a file, or a corrupt one
+            print(f"at_limit_table: {run}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -166,3 +166,16 @@ def test_the_at_limit_table_finds_runs_and_says_what_it_lacks(
     assert capsys.readouterr().out.strip() == f"{run}: no raw CUPTI trace (scripts/restore_traces.sh)"
     (tmp_path / "set" / "summary.json").write_text('{"workloads": {"w": {"identifiable_within_15pct_share": 0.435}}}')
     assert table.within_15(run) == " 43.5"
+
+
+def test_the_at_limit_table_stops_with_one_line_on_a_run_missing_its_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.helpers.bench import load_bench
+
+    run = tmp_path / "w-run"
+    (run / "raw").mkdir(parents=True)
+    (run / "raw" / "recording.npz").write_bytes(b"")
+    assert load_bench("at_limit_table").main([str(run)]) == 2  # no manifest.json
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(run) in err[0] and "manifest.json" in err[0]
