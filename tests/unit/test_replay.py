@@ -98,3 +98,18 @@ def test_cli_errors_are_one_line_exit_2(tmp_path: Any) -> None:
         res = CliRunner().invoke(app, ["replay", target, "-o", str(tmp_path / "r")])
         assert res.exit_code == 2, res.output
         assert "Traceback" not in res.output and needle in res.output, res.output
+
+
+def test_the_set_up_rule_names_only_the_set_up_kernel_among_every_shipped_replays_groups() -> None:
+    # every group name graph replay measured on the shipped H100/H200 steps (ResNet-50, VGG-16, transformers, MLP,
+    # decode): the rule keeps on cuDNN's workspace set-up kernel and nothing else
+    import csv
+    from pathlib import Path
+
+    from archline.measurement.attribute.replay import WORKSPACE_INIT
+
+    root = Path(__file__).resolve().parents[2] / "results"
+    names = {r["group"] for f in root.glob("**/replay.csv") for r in csv.DictReader(f.open())}
+    assert len(names) > 100
+    hit = {n for n in names if WORKSPACE_INIT.search(n)}
+    assert len(hit) == 1 and "init_device_workspace_kernel" in next(iter(hit))
