@@ -42,7 +42,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 #: A Python exception's line in a traceback: ``RuntimeError: …``, ``torch.AcceleratorError: …``.
-EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b:?")
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)(?::|$)")
 #: Each workload's module in benchmarks/workloads and the keywords of its ``make_step`` beyond the device.
 MODULES: dict[str, tuple[str, dict[str, Any]]] = {
     "resnet50": ("train_resnet", {}),
@@ -176,6 +176,12 @@ def last_error(lines: list[str]) -> str:
     return next((ln.strip() for ln in reversed(lines) if ln.strip()), "")
 
 
+def walked_groups(plan: dict[str, Any]) -> list[str]:
+    """The groups a walk tries: the plan's, less those pinned on (blocked)."""
+    blocked = set(plan.get("blocked", []))
+    return [g for g in plan.get("groups", []) if g not in blocked]
+
+
 def walk(
     module: str,
     kwargs: dict[str, Any],
@@ -186,20 +192,37 @@ def walk(
     spawn: Callable[[list[str]], Any] = Lines,
     now: Callable[[], float] = time.monotonic,
     capture_s: float = 240.0,
-    on_row: Callable[[dict[str, Any]], None] | None = None,
+    on_row: Callable[[dict[str, Any], dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Walk the groups alone in children until each has ended, hung or failed, or ``limit_s`` has passed (checked
-    between lines: a trial under way gets its whole ``timeout_s``)."""
+    between trials and before a new child: a trial under way gets its whole ``timeout_s``). ``on_row`` gets each row
+    as it comes and the walk so far (the result's shape, ``complete`` False, no ``wall_s``)."""
     t0 = now()
     rows: list[dict[str, Any]] = []
     plan: dict[str, Any] = {}
     children = 0
     complete = cut = False
 
+    def result() -> dict[str, Any]:
+        return {
+            "workspace_init": workspace_init,
+            "plan": plan,
+            "rows": rows,
+            "alone_ok": sum(1 for r in rows if r["ok"]),
+            "hangs": [r["group"] for r in rows if str(r["detail"]).startswith("HANG")],
+            "errors": [r["group"] for r in rows if str(r["detail"]).startswith("ERROR")],
+            "complete": complete,
+            "children": children,
+        }
+
     def add(row: dict[str, Any]) -> None:
         rows.append(row)
         if on_row is not None:
-            on_row(row)
+            on_row(row, result())
+
+    def left() -> bool:
+        done = {r["group"] for r in rows}
+        return not plan or any(g not in done for g in walked_groups(plan))
 
     while not complete and not cut:
         if children and now() - t0 > limit_s:  # after a hang or an error: no new child past the limit
@@ -217,9 +240,12 @@ def walk(
             line = child.next(timeout_s if current is not None else capture_s)
             if line is None:
                 why = child.stop()
-                if current is not None:  # killed in a trial (a hang), or the child died in it (an error)
-                    hung = not child.ended
-                    detail = f"HANG: did not end within {timeout_s:g} s" if hung else f"ERROR: {why or '?'}"
+                if current is not None:  # killed in a trial (a hang), or the child died or raised in it (an error)
+                    raised = bool(EXCEPTION_LINE.match(why))  # a child that raised and then stuck on its way out
+                    if child.ended or raised:
+                        detail = f"ERROR: {why or '?'}"
+                    else:
+                        detail = f"HANG: did not end within {timeout_s:g} s"
                     add({"group": current, "ok": False, "detail": detail})
                     progressed = True
                 else:  # before its plan (the capture) or between two groups: another child would do the same
@@ -244,23 +270,14 @@ def walk(
                 child.stop()
                 complete = True
                 break
-            if kind in ("ok", "fail") and now() - t0 > limit_s:
+            # past the limit between two trials: stop, unless every group is done (then the last whole step runs)
+            if kind in ("ok", "fail") and now() - t0 > limit_s and left():
                 child.stop()
                 cut = True
                 break
         if not progressed and not complete:
             break  # a child that learnt nothing: another would not either
-    return {
-        "workspace_init": workspace_init,
-        "plan": plan,
-        "rows": rows,
-        "alone_ok": sum(1 for r in rows if r["ok"]),
-        "hangs": [r["group"] for r in rows if str(r["detail"]).startswith("HANG")],
-        "errors": [r["group"] for r in rows if str(r["detail"]).startswith("ERROR")],
-        "complete": complete,
-        "children": children,
-        "wall_s": now() - t0,
-    }
+    return {**result(), "wall_s": now() - t0}
 
 
 def child(
@@ -360,11 +377,11 @@ def table(paths: list[Path]) -> int:
         try:
             walked = json.loads(path.read_text())
             kept = "memsets and set-up kernels" if walked["workspace_init"] else "memsets only"
-            groups = len(set(walked["plan"]["groups"]) - set(walked["plan"].get("blocked", [])))
+            groups = len(walked_groups(walked["plan"]))
             line = (
                 f"{_board(path, walked)} {walked['workload']}: {kept} kept on ({len(walked['plan']['kept_kernels'])} "
-                f"set-up kernel nodes, switching {walked['plan']['mode']}): {walked['alone_ok']} of {groups} groups "
-                f"alone ended well, {len(walked['hangs'])} hung, {len(walked['errors'])} errors"
+                f"set-up kernel nodes, switching {walked['plan'].get('mode', '?')}): {walked['alone_ok']} of {groups} "
+                f"groups alone ended well, {len(walked['hangs'])} hung, {len(walked['errors'])} errors"
                 f"{'' if walked['complete'] else ' (cut short)'}"
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -380,23 +397,15 @@ def _walk_main(a: argparse.Namespace, module: str, kwargs: dict[str, Any]) -> in
     path = a.out / f"walk-{a.workload}{'' if a.workspace_init else '-memsets'}.json"
     kept = "memsets and workspace set-up kernels" if a.workspace_init else "memsets only"
     print(f"{a.workload}: walking the groups alone ({kept} kept on)", flush=True)
-    found: list[dict[str, Any]] = []
 
-    def row(r: dict[str, Any]) -> None:
-        found.append(r)
+    def row(r: dict[str, Any], so_far: dict[str, Any]) -> None:
         why = "" if r["ok"] else ": " + str(r["detail"])
         print(f"{'ok  ' if r['ok'] else 'FAIL'} alone    {r['group'][:110]}{why}", flush=True)
-        so_far = {  # what a walk its time limit ends keeps: --table reads it as a walk cut short
-            "workload": a.workload, "workspace_init": a.workspace_init, "plan": {"groups": [], "kept_kernels": []},
-            "rows": found, "alone_ok": sum(1 for x in found if x["ok"]),
-            "hangs": [x["group"] for x in found if str(x["detail"]).startswith("HANG")],
-            "errors": [x["group"] for x in found if str(x["detail"]).startswith("ERROR")], "complete": False,
-        }  # fmt: skip
-        _write(path, so_far)
+        _write(path, {"workload": a.workload, **so_far})  # what a walk its time limit ends keeps: --table reads it
 
     res = walk(module, kwargs, workspace_init=a.workspace_init, timeout_s=a.timeout_s, limit_s=a.limit_s, on_row=row)
     _write(path, {"workload": a.workload, **res})
-    groups = len(res["plan"].get("groups", []))
+    groups = len(walked_groups(res["plan"]))
     print(
         f"walk ({kept}): {res['alone_ok']} of {groups} groups alone ended well, {len(res['hangs'])} hung, "
         f"{len(res['errors'])} errors, {res['children']} children, {'complete' if res['complete'] else 'cut short'}; "

@@ -98,7 +98,7 @@ def test_a_walk_counts_a_group_that_does_not_end_as_a_hang_and_goes_on_after_it_
     seen: list[str] = []
     res = probe.walk(
         "train_resnet", {"arch": "vgg16"}, workspace_init=False, timeout_s=30.0, limit_s=600.0,
-        spawn=_spawner([first, second], codes), now=lambda: 0.0, on_row=lambda r: seen.append(r["group"]),
+        spawn=_spawner([first, second], codes), now=lambda: 0.0, on_row=lambda r, _: seen.append(r["group"]),
     )  # fmt: skip
     assert res["hangs"] == ["w"] and res["alone_ok"] == 1 and res["errors"] == []
     assert res["complete"] and res["children"] == 2 and first.stopped and second.stopped
@@ -257,3 +257,52 @@ def test_a_child_writing_much_to_stderr_is_not_blocked_by_its_pipe() -> None:
     assert child.next(60.0) == "plan {}"  # a child blocked on a full stderr pipe would never print it
     assert child.next(60.0) is None and child.ended
     assert child.stop() == "ValueError: late"
+
+
+def test_the_walk_written_so_far_reads_as_a_walk_cut_short(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    probe = load_bench("replay_probe")
+    real, written = probe.walk, []
+    children = [FakeChild([PLAN, 'try "a"', 'ok "a"', 'try "w"', "HANG"]), FakeChild([PLAN, "done"])]
+    monkeypatch.setattr(probe, "walk", lambda *a, **kw: real(*a, **kw, spawn=_spawner(children, []), now=lambda: 0.0))
+    monkeypatch.setattr(probe, "_write", lambda path, data: written.append(json.loads(json.dumps(data))))
+    assert probe.main(["--out", str(tmp_path), "--workload", "vgg16cl", "--walk"]) == 0
+    first = tmp_path / "first.json"  # as the file stood after the first row
+    first.write_text(json.dumps(written[0]))
+    capsys.readouterr()
+    assert probe.main(["--table", str(first)]) == 0
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "(1 set-up kernel nodes, switching rebuild): 1 of 3 groups alone ended well, 0 hung" in line
+    assert line.endswith("(cut short)") and written[-1]["complete"]
+
+
+def test_a_child_that_raised_and_then_stuck_is_an_error_and_a_walk_past_its_limit_ends_its_last_group() -> None:
+    probe = load_bench("replay_probe")
+    stuck = FakeChild([PLAN, 'try "a"', "HANG"], err="RuntimeError: CUDA error: an illegal memory access")
+    clock = iter([0.0, 700.0, 700.0, 700.0, 700.0])
+    last = FakeChild([PLAN, 'try "w"', 'ok "w"', 'try "b"', 'ok "b"', 'try "[whole step]"', "done"])
+    res = probe.walk("m", {}, workspace_init=True, timeout_s=30.0, limit_s=600.0, now=lambda: next(clock),
+                     spawn=_spawner([stuck, FakeChild([PLAN, 'try "w"', 'ok "w"', "HANG"]), last], []))  # fmt: skip
+    assert res["errors"] == ["a"] and res["hangs"] == [] and res["rows"][0]["detail"].startswith("ERROR: RuntimeError")
+    # the clock passed the limit during "a": no second child was started
+    assert res["children"] == 1 and not res["complete"]
+    clock = iter([0.0, 700.0, 700.0, 700.0])
+    res = probe.walk("m", {}, workspace_init=True, timeout_s=30.0, limit_s=600.0, now=lambda: next(clock),
+                     spawn=_spawner([last], []))  # fmt: skip
+    # past the limit after "w", but "a" and "b" are left: cut; after every group, the last whole step still runs
+    assert [r["group"] for r in res["rows"]] == ["w"] and not res["complete"]
+    done = FakeChild([PLAN.replace('["a", "w", "b"]', '["w"]'), 'try "w"', 'ok "w"', 'try "[whole step]"', "done"])
+    clock = iter([0.0, 700.0, 700.0])
+    res = probe.walk("m", {}, workspace_init=True, timeout_s=30.0, limit_s=600.0, now=lambda: next(clock),
+                     spawn=_spawner([done], []))  # fmt: skip
+    assert res["complete"] and res["alone_ok"] == 1
+
+
+def test_the_exception_line_is_a_name_then_a_colon_or_nothing() -> None:
+    probe = load_bench("replay_probe")
+    assert probe.last_error(["NCCLError bar", "the end"]) == "the end"
+    assert probe.last_error(["    raise RuntimeError(", "torch._dynamo.exc.Unsupported: x"]) == (
+        "torch._dynamo.exc.Unsupported: x"
+    )
+    assert probe.last_error(["KeyboardInterrupt", "", "  "]) == "KeyboardInterrupt"
