@@ -559,7 +559,8 @@ def test_a_program_at_the_boards_power_limit_is_warned_of(fake_gpu, tmp_path):
     p.write_text("import archline_fake_cuda as gpu\nfor i in range(128):\n    gpu.launch('gemm', 0.005, 690.0)\n")
     res = CliRunner().invoke(app, ["run", "-o", str(tmp_path / "run"), "--", str(p)], obj=fake_gpu.deps)
     assert res.exit_code == 0, res.output
-    assert "archline: warning: the board was at its power limit (≥ 97 % of 700 W) in " in res.output
+    assert "archline: warning: the board was at its power limit (≥ 97 % of 700 W) in " in res.stderr
+    assert "power limit" not in res.stdout  # once, on stderr: not also as a note
     info = json.loads((tmp_path / "run" / "attribution.json").read_text())["extra"]["at_limit"]
     assert info["share"] >= 0.9 and info["limit_w"] == 700.0
     p.write_text("import archline_fake_cuda as gpu\nfor i in range(128):\n    gpu.launch('gemm', 0.005, 400.0)\n")

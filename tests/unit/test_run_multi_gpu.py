@@ -218,3 +218,7 @@ def test_each_gpu_at_its_power_limit_is_warned_of(node, tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert len(seen) == 2 and all("at_limit" in e for e in seen)
     assert "archline: warning: GPU 1: at the limit (fake)" in res.output and "GPU 0: at the limit" not in res.output
+    seen.clear()
+    res = CliRunner().invoke(app, ["run", "--gpu", "0,1", "--json", "-o", str(tmp_path / "j"), "--",
+                                   *program("plain")], obj=node.deps)  # fmt: skip
+    assert res.exit_code == 0 and "archline: warning: GPU 1: at the limit (fake)" in res.stderr

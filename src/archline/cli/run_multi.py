@@ -103,13 +103,15 @@ def print_multi_run(
                 console.print(kernel_table(result, top))
                 if result.whole_program_only:
                     console.print("[yellow]whole-program energy only on this GPU: no per-kernel rows[/] (see notes)")
-                if (warn := at_limit_warning(result.extra)) is not None:
-                    err_console.print(f"archline: warning: GPU {g.target.index}: {warn}", soft_wrap=True, markup=False)
         console.print(_gpu_table(run))
         for n in run.notes:
             console.print(f"[dim]note:[/] {escape(n)}", markup=True, highlight=False)
         console.print(f"run directory: {run.run_dir.path} (each GPU's own: gpu<i>/)")
         console.print(f"report: archline report {run.run_dir.path}")
+    for g in run.gpus:  # on stderr, with --json too
+        result = g.attribution.result
+        if result is not None and (warn := at_limit_warning(result.extra)) is not None:
+            err_console.print(f"archline: warning: GPU {g.target.index}: {warn}", soft_wrap=True, markup=False)
     if code != 0:
         err_console.print(f"[bold red]archline: error:[/] the program exited with status {code}")
         raise typer.Exit(code)
