@@ -5,14 +5,6 @@
 #   scripts/redo_s29.sh
 set -eu
 cd "$(dirname "$0")/.."
-py=${PYTHON:-python3}
 s29=results/h100/attribution-s29
 sets="$s29/transformer2k-GPU-67dc1090 $s29/transformer2k-heldout-GPU-3f969882 results/h100/attribution-s22/batch128-GPU-6e0448a4"
-echo "== design_table.py"
-$py benchmarks/design_table.py $sets
-echo "== top10_table.py"
-$py benchmarks/top10_table.py $sets
-echo "== design_power.py"
-$py benchmarks/design_power.py $sets
-echo "== row_shares.py"
-$py benchmarks/row_shares.py --top 6 $sets
+scripts/redo_tables.sh $sets

@@ -13,11 +13,4 @@ w=results/h100/bench/replay-probe
 echo "== replay_probe.py --table"
 $py benchmarks/replay_probe.py --table $w/walk-vgg16cl-memsets-GPU-5814e373.json $w/walk-vgg16cl-GPU-5814e373.json \
   $w/walk-vgg16cl-memsets-GPU-964cc302.json $w/walk-vgg16cl-GPU-964cc302.json
-echo "== design_table.py"
-$py benchmarks/design_table.py $sets
-echo "== top10_table.py"
-$py benchmarks/top10_table.py $sets
-echo "== design_power.py"
-$py benchmarks/design_power.py $sets
-echo "== row_shares.py"
-$py benchmarks/row_shares.py --top 6 $sets
+scripts/redo_tables.sh $sets
