@@ -116,9 +116,8 @@ class _Plan:
     blocked: dict[str, str]
     base: list[int]
     failed: dict[str, str] = field(default_factory=dict)
-    #: The kernels among ``keep`` (workspace set-up kernels, :data:`WORKSPACE_INIT`): how many, and their names.
-    kept_kernels: int = 0
-    kept_kernel_names: list[str] = field(default_factory=list)
+    #: The names of the kernels among ``keep`` (workspace set-up kernels, :data:`WORKSPACE_INIT`), one per node.
+    kept_kernels: list[str] = field(default_factory=list)
 
     @property
     def measurable(self) -> list[str]:
@@ -136,7 +135,7 @@ def _plan(graph: ReplayableGraph, excluded: Mapping[str, str], workspace_init: b
     blocked = blocked_groups(groups, switching.not_switchable, excluded)
     base = keep + [i for g in blocked for i in groups[g]]
     kernels = [graph.nodes[i].name for i in keep if graph.nodes[i].kind == "kernel"]
-    return _Plan(groups, keep, blocked, base, kept_kernels=len(kernels), kept_kernel_names=kernels), switching
+    return _Plan(groups, keep, blocked, base, kept_kernels=kernels), switching
 
 
 #: Seconds the board idles after a priming step before the switched replay's measurement starts.
@@ -742,13 +741,13 @@ def _notes(
         switching.note(),
     ]
     if plan.keep:
-        memsets = len(plan.keep) - plan.kept_kernels
+        memsets = len(plan.keep) - len(plan.kept_kernels)
         kept = [f"{memsets} memsets"] if memsets else []
         if plan.kept_kernels:
-            names = sorted(set(plan.kept_kernel_names))
+            names = sorted(set(plan.kept_kernels))
             full = demangle(names)
             kept.append(
-                f"{plan.kept_kernels} workspace set-up kernels ("
+                f"{len(plan.kept_kernels)} workspace set-up kernels ("
                 + ", ".join(short_name(full.get(n, n), 90) for n in names)
                 + ")"
             )
@@ -779,7 +778,7 @@ def hang_message(group: str, what: str, waited_s: float) -> str:
         f"a replay with nodes switched off did not finish within {waited_s:.0f} s ({where}): a kernel of this step is "
         "most likely waiting for something a switched-off node would have done; a kernel that does not end cannot be "
         "stopped from the host, so archline ends this process; graph replay cannot isolate this step's kernels "
-        "(docs/replay.md, 'Session 29')"
+        "(docs/replay.md, 'Session 29' and 'Session 30')"
     )
 
 
