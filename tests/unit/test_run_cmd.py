@@ -307,7 +307,8 @@ def test_inject_runs_a_python_program_as_a_child_with_the_injection_library(inje
     assert any(n.startswith("tracer: inject") and "--tracer inject" in n for n in rd.manifest.notes)
     # The default tracing: automatic, named with its expected cost; a 48 ms program stays traced.
     auto = [n for n in rd.manifest.notes if n.startswith("tracing: automatic")]
-    assert len(auto) == 1 and "0.5–2.2 %" in auto[0] and "+0.07 to +0.14 %" in auto[0] and "session 28" in auto[0]
+    assert len(auto) == 1 and "37–243 ms" in auto[0] and "+0.07 to +0.14 %" in auto[0] and "session 28" in auto[0]
+    assert "500 ms of every 30000 ms" in auto[0]
     assert not any("untraced" in r["name"] for r in rd.read_csv("kernels.csv"))
     assert rd.manifest.command[0] == sys.executable
     rows = {r["name"]: r for r in rd.read_csv("kernels.csv")}

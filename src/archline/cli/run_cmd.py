@@ -262,7 +262,7 @@ def register(app: typer.Typer) -> None:
                 "--trace-duty",
                 metavar="auto|full|ON/PERIOD",
                 help="auto: trace every kernel until the program launches more than 1333 kernels/s over 1 s, "
-                "then 0.5 s of every 10 s (CUPTI detached in between), keeping CUPTI's cost under 3 %; "
+                "then 0.5 s of every 30 s (CUPTI detached in between), keeping CUPTI's cost under 3 %; "
                 "full: every kernel throughout; ON/PERIOD: trace ON of every PERIOD seconds (e.g. 0.3/6). "
                 "Duty-cycled rows cover the traced time (injection tracer only; costs in docs/attribution.md).",
             ),

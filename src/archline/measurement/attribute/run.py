@@ -53,13 +53,15 @@ DUTY_MODES = ("detach", "disable")
 #: traced throughout. The rate is the one at which full tracing would cost AUTO_MAX_COST of the
 #: program's time at AUTO_RECORD_COST_S per record: the largest cost per record measured, H100
 #: transformer training (loops traced in full +22 % at about 29 000 records/s, 7.5 µs each;
-#: 0.7–2 µs on H200 launch-bound loops). The duty cycle traces 5 % of the time, so a program that
-#: full tracing slows by 22 % pays about 1.1 % (docs/attribution.md).
+#: 0.7–2 µs on H200 launch-bound loops). Until session 30 the duty cycle was 0.5 s of every 10 s (5 %): a traced
+#: period cost a launch-bound GPT-2 decode loop 37–243 ms, 0.4–2.4 % of its time, an interval reaching +3.43 %
+#: (sessions 13 and 15), too much beside the sensors' own share to keep the whole under 3 %. Since session 31 it is
+#: 0.5 s of every 30 s (1.7 %): a third of that (docs/attribution.md "Session 31").
 AUTO_RECORD_COST_S = 7.5e-6
 AUTO_MAX_COST = 0.01
 AUTO_PROBE_MS = 1000
 AUTO_RATE_PER_S = float(round(AUTO_MAX_COST / AUTO_RECORD_COST_S))
-AUTO_DUTY_MS = (500, 10000)
+AUTO_DUTY_MS = (500, 30000)
 #: A duty cycle's CUPTI attach slower than this (s, median) gets a note: 11-20 ms were measured with archline's own
 #: sensors, about 2 s with 15 more NVML readers queueing the driver (session 16, docs/attribution.md).
 SLOW_ATTACH_S = 0.2
@@ -186,10 +188,12 @@ def prepare_tracing(
                 f"than {AUTO_RATE_PER_S:g} kernels/s; then {cycle}, else every kernel throughout. "
                 "Expected cost after the start-up probe, on the program's own step time: all of it (sensors and "
                 "tracing) +0.07 to +0.14 % of a GPU-bound transformer training step and +0.97 % of a ResNet-50 step "
-                "(H100s, session 26); on a launch-bound GPT-2 decode loop the duty cycle took 0.5–2.2 % (session "
-                "13), and the whole is not resolved, as the loop's speed moves by tens of per cent between processes "
-                "and between CPUs (session 28; docs/attribution.md); traced throughout, a launch-bound program pays "
-                "4–16 % (--trace-duty full)"
+                "(H100s, session 26, with 0.5 s traced of every 10 s); on a launch-bound GPT-2 decode loop a traced "
+                "period of 0.5 s costs 37–243 ms (sessions 13 and 15: 0.4–2.4 % at one period in 10 s, a third of "
+                "that at one in 30 s), the sensors' share is not resolved on the loop itself, and the whole is not "
+                "resolved between processes, as the loop's speed moves by tens of per cent between them "
+                "(session 28; docs/attribution.md); traced throughout, a launch-bound program pays 4–16 % "
+                "(--trace-duty full)"
             )
         else:
             notes.append(f"tracing duty cycle: {cycle}")
