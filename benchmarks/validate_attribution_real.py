@@ -2,7 +2,8 @@
 
     python3 benchmarks/validate_attribution_real.py --out DIR [--gpu 0] [--quick] [--only resnet50,transformer]
         (workloads: resnet50, transformer, resnet50cl = ResNet-50 in channels_last, transformer2k = the transformer
-        at d = 2048 over 1024 tokens, vgg16cl = VGG-16 in channels_last, decode)
+        at d = 2048 over 1024 tokens, vgg16cl = VGG-16 in channels_last, decode, transformer8k = two layers at
+        d = 8192 over 2048 tokens, widecnn = six 3×3 convolutions of 1024 channels at 128 × 128)
 
 For each workload (torchvision ResNet-50 training, bf16, batch 64; a 4-layer transformer encoder
 training step; both from benchmarks/workloads) it
@@ -57,7 +58,12 @@ sys.path.insert(0, str(HERE.parent / "workloads"))
 #: vgg16cl (session 29): torchvision VGG-16 (no batch norm) in channels_last, bf16, batch 64 (as resnet50): a CNN
 #: whose energy is mostly in its convolutions, where ResNet-50's spreads over some 70 names with batch norm and
 #: elementwise kernels.
-WORKLOADS = ("resnet50", "transformer", "resnet50cl", "decode", "transformer2k", "vgg16cl")
+#: transformer8k (session 31): two encoder layers at the width of a 70-B-parameter LLM (d = 8192, 64 heads, feed-forward
+#: 32768) over 2048-token sequences, batch 16: its GEMMs last some 7-30 ms a call, as an LLM's layers do at scale,
+#: longer than the power buffer's 20 ms readings where the d = 512 and d = 2048 steps' calls are a few ms or less.
+#: widecnn (session 31): workloads/widecnn_step.py, six 3×3 convolutions of 1024 channels at 128 × 128, batch 64:
+#: each convolution's call (forward, data and weight gradient) some 30 ms.
+WORKLOADS = ("resnet50", "transformer", "resnet50cl", "decode", "transformer2k", "vgg16cl", "transformer8k", "widecnn")
 #: Launches ``archline counts`` profiles of a step, by workload (None: the whole step). ncu takes 0.3-0.5 s a launch
 #: (session 25's H100s), and a decode step is some 10 000 launches of the same few kernels.
 COUNT_LAUNCHES: dict[str, int | None] = {"decode": 400}
@@ -83,6 +89,14 @@ def make_step(name: str, device: str, transformer_batch: int = 16) -> Any:
         from transformer_step import make_step as transformer_step
 
         return transformer_step(device, batch=transformer_batch, seq=1024, d_model=2048, nhead=16)
+    if name == "transformer8k":
+        from transformer_step import make_step as transformer_step
+
+        return transformer_step(device, batch=16, seq=2048, d_model=8192, nhead=64, layers=2)
+    if name == "widecnn":
+        from widecnn_step import make_step as widecnn_step
+
+        return widecnn_step(device)
     if name == "decode":
         from gpt2_decode import make_step as decode_step
 
