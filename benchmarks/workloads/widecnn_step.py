@@ -21,7 +21,8 @@ def make_step(
     import torch
     from torch import nn
 
-    blocks: list[nn.Module] = [nn.Conv2d(3, width, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU()]
+    stem = nn.Conv2d(3, width, 3, stride=2, padding=1, bias=False)
+    blocks: list[nn.Module] = [stem, nn.BatchNorm2d(width), nn.ReLU()]
     for _ in range(depth):
         blocks += [nn.Conv2d(width, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU()]
     blocks += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, classes)]

@@ -143,7 +143,7 @@ def test_every_workload_builds_its_step_with_its_own_shape(bench, monkeypatch):
         m.make_step = lambda device, **kw: calls.append((module, {"device": device, **kw})) or (lambda: None)  # type: ignore[attr-defined]
         monkeypatch.setitem(sys.modules, module, m)
 
-    for module in ("train_resnet", "transformer_step", "gpt2_decode"):
+    for module in ("train_resnet", "transformer_step", "gpt2_decode", "widecnn_step"):
         fake(module)
     for name in bench.WORKLOADS:
         assert callable(bench.make_step(name, "cuda:1", 8))
@@ -157,6 +157,11 @@ def test_every_workload_builds_its_step_with_its_own_shape(bench, monkeypatch):
         "train_resnet",
         {"device": "cuda:1", "batch": 64, "channels_last": True, "arch": "vgg16"},
     )
+    assert got["transformer8k"] == (
+        "transformer_step",
+        {"device": "cuda:1", "batch": 16, "seq": 2048, "d_model": 8192, "nhead": 64, "layers": 2},
+    )
+    assert got["widecnn"] == ("widecnn_step", {"device": "cuda:1"})
     assert got["resnet50"][1]["channels_last"] is False and got["resnet50cl"][1]["channels_last"] is True
     with pytest.raises(ValueError, match="unknown workload"):
         bench.make_step("vgg19", "cuda", 8)
