@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -317,6 +318,64 @@ def _counter_if_buffer_refuted(
     return alt, alt_cols
 
 
+#: The sensor model's parameters whose uncertainty :func:`_model_sensitivity` carries into the rows, with their σs.
+SENSITIVE = (("lag_s", "lag_sigma_s"), ("delay_s", "delay_sigma_s"))
+
+
+def _model_sensitivity(
+    d: Design, s: _Span, long_e: F64, buf: Readings | None, opts: AttributionOptions, data: _FitData, cols: ColumnFit
+) -> tuple[ColumnFit, dict[str, Any] | None]:
+    """Step 3c (session 31): the power buffer's sensor model is known only to within its σ (its calibration's, or the
+    shipped one's of a board of the same generation), and a 20 ms reading's response to a call of a millisecond leans
+    on its lag and delay. The fit is redone with each of them moved by ±1 σ (the priors, bounds and everything else
+    as they were); half the difference of each column's two powers is its sensitivity to that parameter, and their
+    root sum of squares widens the column's interval in quadrature (at the fit's own quantile). On simulated steady
+    loops fitted through the shipped H200 model a board at the other end of the calibrations' spread (lag and delay
+    0.4-0.6 ms off) had data-led intervals that held the truth for 5-75 % of the kernel energy at ±0.4-4.8 % half-widths
+    (benchmarks/call_length_sim.py, docs/attribution.md "Session 31"). Only where the fit is on the buffer's
+    windows and the model carries a σ; a parameter whose moved fit leaves the buffer or changes the active columns
+    is left out. Returns the widened fit and what was done (None: nothing)."""
+    model = opts.buffer_model
+    if data.source != "buffer" or model is None:
+        return cols, None
+    parts: list[tuple[str, float, F64]] = []
+    for field, sigma_field in SENSITIVE:
+        sigma = float(getattr(model, sigma_field))
+        value = float(getattr(model, field))
+        if not (math.isfinite(sigma) and sigma > 0) or (field == "lag_s" and value - sigma <= 0):
+            continue
+        moved: list[F64] = []
+        for sign in (1.0, -1.0):
+            moved_model = (
+                replace(model, lag_s=value + sign * sigma)
+                if field == "lag_s"
+                else replace(model, delay_s=value + sign * sigma)
+            )
+            alt_opts = replace(opts, buffer_model=moved_model)
+            alt = _fit_data(d, s, long_e, buf, alt_opts, [])
+            if alt.source != "buffer" or not np.array_equal(alt.active, data.active):
+                break
+            moved.append(_fit(d, alt, alt_opts).power_w)
+        if len(moved) == 2:
+            parts.append((field, sigma, 0.5 * (moved[0] - moved[1])))
+    if not parts:
+        return cols, None
+    sd = np.sqrt(sum(np.where(np.isfinite(j), j, 0.0) ** 2 for _, _, j in parts))
+    z = cols.fit.t_quantile(opts.confidence)
+    p = cols.power_w
+    lo = np.where(np.isfinite(p), p - np.sqrt((p - cols.lo_w) ** 2 + (z * sd) ** 2), cols.lo_w)
+    hi = np.where(np.isfinite(p), p + np.sqrt((cols.hi_w - p) ** 2 + (z * sd) ** 2), cols.hi_w)
+    rel = np.where(np.isfinite(p) & (p > 0), sd / np.where(p > 0, p, 1.0), 0.0)
+    worst = int(np.argmax(rel))
+    info = {
+        "parameters": {f: sig for f, sig, _ in parts},
+        "power_sd_w": {d.col_names[k]: float(sd[k]) for k in cols.active.tolist() if sd[k] > 0},
+        "largest_rel_sd": float(rel[worst]),
+        "largest": d.col_names[worst],
+    }
+    return replace(cols, lo_w=np.maximum(lo, 0.0), hi_w=hi), info
+
+
 def _fit(d: Design, data: _FitData, opts: AttributionOptions) -> ColumnFit:
     """Step 3: pooled powers, then every column shrunk towards its pooled power (or prior) where the data are silent."""
     return fit_columns(
@@ -419,8 +478,16 @@ def attribute_energy(
     data = _fit_data(d, s, long_e, buf, opts, notes)
     cols = _fit(d, data, opts)
     data, cols = _counter_if_buffer_refuted(d, s, long_e, buf, opts, data, cols, notes)
+    cols, sensitivity = _model_sensitivity(d, s, long_e, buf, opts, data, cols)
     if data.source == "buffer":
         notes.append(f"kernel powers fitted on {data.x.shape[0]} power-buffer windows, scaled to the energy counter")
+    if sensitivity is not None:
+        moved = ", ".join(f"{f.removesuffix('_s')} ±{1e3 * v:.2f} ms" for f, v in sensitivity["parameters"].items())
+        notes.append(
+            f"the power buffer's sensor model is known to within its σ ({moved}): the fit redone at each moved by "
+            "±1 σ widens every row's interval by how far its power moves (the most "
+            f"{100 * sensitivity['largest_rel_sd']:.1f} % of its power at 1 σ, {sensitivity['largest'][:60]})"
+        )
     notes += [f.note() for f in cols.scale_fits]
     if math.isfinite(cols.time_common):
         notes.append(
@@ -494,5 +561,6 @@ def attribute_energy(
             "prior_fit": {f.source: f.to_json() for f in cols.scale_fits},
             "capped_priors_w": extra_capped,
             "prior_time_common": cols.time_common if math.isfinite(cols.time_common) else None,
+            "sensor_model_sensitivity": sensitivity,
         },
     )
