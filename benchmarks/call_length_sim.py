@@ -129,8 +129,8 @@ def simulate(
     levels = np.concatenate([[IDLE_W], np.column_stack([np.full(n, GAP_W), pw]).ravel(), [IDLE_W]])
     signal = PiecewisePower(edges + EPOCH_S, levels)
     buffer = SimulatedSensor(
-        kind="lagged", period_s=0.020, window_s=0.0, lag_s=TRUE_LAG_S, delay_s=TRUE_DELAY_S, noise_w=1.0, jitter_s=0.0002,
-        name="nvml.buffer",
+        kind="lagged", period_s=0.020, window_s=0.0, lag_s=TRUE_LAG_S, delay_s=TRUE_DELAY_S, noise_w=1.0,
+        jitter_s=0.0002, name="nvml.buffer",
     )  # fmt: skip
     buf = simulate_power(signal, buffer, seed=rng)
     counter = simulate_counter_polls(signal, seed=rng)
@@ -155,13 +155,16 @@ def fit_model(which: str) -> Any:
     return profile_model(SHIPPED)[0]
 
 
-def score(scale: float, seconds: float, seed: int, instance_cv: float = 0.05, model: str = "exact") -> dict[str, Any]:
+def score(
+    scale: float, seconds: float, seed: int, instance_cv: float = 0.05, model: str = "exact", sensor_sigma: bool = True
+) -> dict[str, Any]:
     """One simulated run attributed: the figures of the module docstring."""
     from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
 
     rec, acts, span, truth = simulate(scale, seconds, seed, instance_cv)
     fitted = fit_model(model)
-    res = attribute_energy(rec, acts, program_span=span, options=AttributionOptions(buffer_model=fitted))
+    opts = AttributionOptions(buffer_model=fitted, sensor_sigma=sensor_sigma)
+    res = attribute_energy(rec, acts, program_span=span, options=opts)
     rows = list(res.kernels)
     total = sum(r.energy_j for r in rows)
     half = {r.name: 0.5 * (r.energy_hi_j - r.energy_lo_j) / r.energy_j if r.energy_j > 0 else math.inf for r in rows}
@@ -186,6 +189,7 @@ def score(scale: float, seconds: float, seed: int, instance_cv: float = 0.05, mo
         "seed": seed,
         "instance_cv": instance_cv,
         "model": model,
+        "sensor_sigma": sensor_sigma,
         "call_ms": call_ms,
         "within_15": 100 * within / total,
         "holds_truth": 100 * holds / total,
@@ -203,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=12.0)
     ap.add_argument("--instance-cv", type=float, default=0.05, help="each call place's own power spread (0: none)")
     ap.add_argument("--model", choices=MODELS, default="exact", help="the sensor model the fit takes")
+    ap.add_argument("--no-sensor-sigma", action="store_true", help="leave the model's σ out of the rows (before s31)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
     try:
@@ -218,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("scale  seed  call ms  within ±15 %  interval holds truth  median half-width  rows  fitted on")
     for s in scales:
         for seed in range(a.first_seed, a.first_seed + a.seeds):
-            r = score(s, a.seconds, seed, a.instance_cv, a.model)
+            r = score(s, a.seconds, seed, a.instance_cv, a.model, not a.no_sensor_sigma)
             out.append(r)
             print(f"{s:5g}  {seed:4d}  {r['call_ms']:7.2f}  {r['within_15']:11.1f} %  {r['holds_truth']:19.1f} %  "
                   f"{r['median_half']:15.1f} %  {r['rows']:4d}  {r['fit_windows']}")  # fmt: skip

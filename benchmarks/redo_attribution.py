@@ -247,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
         help="filter the buffer's design and readings alike before the fit (post hoc diagnosis, session 27): "
         "AR whitening of the residuals, or a notch next to the readings' Nyquist rate",
     )
+    ap.add_argument(
+        "--no-sensor-sigma",
+        action="store_true",
+        help="leave the buffer model's lag and delay σ out of the rows' intervals (as before session 31)",
+    )
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--save", type=Path, help="also write the redone attribution here (attribution.json's form)")
     a = ap.parse_args(argv)
@@ -262,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     gpu = manifest.get("gpu") or {}
-    opts = AttributionOptions(prior_scale=a.prior_scale, fit_source=a.fit_source)
+    opts = AttributionOptions(prior_scale=a.prior_scale, fit_source=a.fit_source, sensor_sigma=not a.no_sensor_sigma)
     limit = (manifest.get("extra") or {}).get("power_limit_w")
     if isinstance(limit, int | float) and limit > 0:
         opts = replace(opts, power_limit_w=float(limit))

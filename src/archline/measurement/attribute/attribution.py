@@ -79,7 +79,9 @@ class AttributionOptions:
     given (replay's with a 15 % floor). ``power_limit_w``: the board's enforced limit; no row's
     power is fitted above its bound: the limit × 1.05, or with ``power_ceiling_w`` (the most a kernel was
     measured to draw while it ran on such a board, between others) min(ceiling, limit / the row's largest
-    share of a window) × 1.05 (``ceiling.py``).
+    share of a window) × 1.05 (``ceiling.py``). ``sensor_sigma``: a fit on the buffer's windows carries the
+    buffer model's lag and delay σ into every row's interval (:func:`_model_sensitivity`, since session 31); False
+    leaves them out, as before.
     """
 
     counter_source: str = "nvml.energy"
@@ -104,6 +106,7 @@ class AttributionOptions:
     power_ceiling_w: float | None = None
     prior_scale: str = "fit"
     calibrated_max_rel_half: float = 0.15
+    sensor_sigma: bool = True
 
 
 def _windows(recording: Recording, opts: AttributionOptions, notes: list[str]) -> EnergyWindows:
@@ -336,7 +339,7 @@ def _model_sensitivity(
     windows and the model carries a σ; a parameter whose moved fit leaves the buffer or changes the active columns
     is left out. Returns the widened fit and what was done (None: nothing)."""
     model = opts.buffer_model
-    if data.source != "buffer" or model is None:
+    if data.source != "buffer" or model is None or not opts.sensor_sigma:
         return cols, None
     parts: list[tuple[str, float, F64]] = []
     for field, sigma_field in SENSITIVE:

@@ -1,0 +1,165 @@
+"""A shipped attribution redone with each kernel name's calls split by their length: does the share within ±15 % move?
+
+    python benchmarks/split_by_length.py RUN_DIR REPLAY_DIR [--cupti FILE.bin[.gz|.xz] ...]
+
+Session 31, post hoc, no GPU. ``archline run`` fits one power per kernel name. On session 22's transformer run two
+cuBLAS GEMM names and an elementwise kernel, 26 % of the kernel energy between them, ran calls of two lengths (56 and
+182 µs for the GEMMs: two shapes under one name), and a per-name power cannot fit a name whose shapes draw different
+powers. Here the run is attributed twice, as ``benchmarks/redo_attribution.py`` redoes it (the run's sensor model,
+power limit, burst ceiling and REPLAY_DIR's priors): as run, and with every kernel name whose sorted log call times
+jump by more than ln 1.25 between two calls (with at least 5 % of its calls on either side) split into classes at
+those jumps, each class a column of its own (``NAME [class K]``) with its name's replay prior at the name's power (the
+prior's energy and time per call scaled by the class's mean call time over the name's). Prints, for each: the kernel
+rows, the share of kernel energy in identifiable rows within ±15 % at 95 % (issue 13's figure), the windows the fit
+used, and the replay priors' calibrated scale, whether the windows refuted their spread, and ρ's bound; then the
+names split and their share of the kernel energy. A figure, not a rule: nothing in archline splits names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+#: A jump in the sorted log call times larger than this splits a name's calls (a ratio of call times).
+JUMP = 1.25
+#: Each side of a split holds at least this share of the name's calls.
+MIN_SHARE = 0.05
+KERNEL_KINDS = ("kernel", "memcpy", "memset")
+
+
+def cuts(times_s: Sequence[float], jump: float = JUMP, min_share: float = MIN_SHARE) -> list[float]:
+    """The log call times between which a name's calls are split (empty: one class)."""
+    x = np.sort(np.log(np.asarray(times_s, np.float64)))
+    if x.size < 2:
+        return []
+    gaps = np.diff(x)
+    return [
+        float(0.5 * (x[i] + x[i + 1]))
+        for i in np.flatnonzero(gaps > math.log(jump))
+        if min_share * x.size <= i + 1 <= (1.0 - min_share) * x.size
+    ]
+
+
+def split_activities(acts: Sequence[Any], priors: dict[str, Any]) -> tuple[list[Any], dict[str, Any], dict[str, int]]:
+    """The activities with each splittable kernel name's calls renamed ``NAME [class K]``, the priors with each class
+    given its name's at the name's power, and the classes of each name split."""
+    from archline.core.activity import demangle
+
+    by: dict[str, list[float]] = {}
+    for a in acts:
+        if a.kind == "kernel":
+            by.setdefault(a.name, []).append(a.end_s - a.start_s)
+    at = {n: cuts(v) for n, v in by.items()}
+    out, cls_t = [], {}
+    for a in acts:
+        c = at.get(a.name) if a.kind == "kernel" else None
+        if c:
+            name = f"{a.name} [class {int(np.searchsorted(c, math.log(a.end_s - a.start_s)))}]"
+            cls_t.setdefault(name, []).append(a.end_s - a.start_s)
+            out.append(dataclasses.replace(a, name=name))
+        else:
+            out.append(a)
+    plain = demangle(list(by))
+    split = {n: len(c) + 1 for n, c in at.items() if c}
+    new = dict(priors)
+    for n in split:
+        pr = priors.get(plain.get(n, n), priors.get(n))
+        if pr is None:
+            continue
+        mean_t = float(np.mean(by[n]))
+        for name, ts in cls_t.items():
+            if not name.startswith(f"{n} [class "):
+                continue
+            r = float(np.mean(ts)) / mean_t
+            t = pr.time_per_call_s * r if math.isfinite(pr.time_per_call_s) else pr.time_per_call_s
+            key = demangle([name]).get(name, name)
+            new[key] = dataclasses.replace(pr, energy_per_call_j=pr.energy_per_call_j * r, sd_j=pr.sd_j * r,
+                                           time_per_call_s=t)  # fmt: skip
+    return out, new, split
+
+
+def attribute(d: Path, replay: Path, cupti: list[Path], split: bool) -> tuple[Any, dict[str, int]]:
+    """The run redone (module docstring), with its names split or not."""
+    from dataclasses import replace
+
+    from redo_attribution import buffer_model_choice, cut_inputs, open_run
+
+    from archline.cli.run_cmd import read_replay_priors
+    from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
+    from archline.measurement.attribute.ceiling import shipped_burst_ceiling
+
+    manifest = open_run(d, cupti)
+    gpu = manifest.get("gpu") or {}
+    opts = AttributionOptions(buffer_model=buffer_model_choice(manifest).model)
+    limit = (manifest.get("extra") or {}).get("power_limit_w")
+    if isinstance(limit, int | float) and limit > 0:
+        opts = replace(opts, power_limit_w=float(limit))
+    ceiling = shipped_burst_ceiling(str(gpu.get("name") or ""))
+    if ceiling is not None:
+        opts = replace(opts, power_ceiling_w=ceiling.power_w)
+    rec, acts, span, traced = cut_inputs(d, 0.0)
+    priors: dict[str, Any] = dict(read_replay_priors(replay))
+    classes: dict[str, int] = {}
+    if split:
+        acts, priors, classes = split_activities(acts, priors)
+    opts = replace(opts, priors=priors)
+    return attribute_energy(rec, acts, program_span=span, options=opts, traced=traced), classes
+
+
+def line(res: Any) -> str:
+    """One redo's figures (module docstring)."""
+    rows = [r for r in res.rows if r.kind in KERNEL_KINDS]
+    total = sum(r.energy_j for r in rows)
+    within = sum(r.energy_j for r in rows if r.identifiable and r.energy_hi_j - r.energy_lo_j <= 0.30 * r.energy_j)
+    fit = (res.extra.get("prior_fit") or {}).get("replay") or {}
+
+    def num(v: Any, spec: str) -> str:
+        return format(float(v), spec) if isinstance(v, int | float) else "—"
+
+    return (
+        f"{len(rows)} kernel rows, within ±15 % {100 * within / total:.1f} %, fitted on the "
+        f"{res.extra.get('fit_windows')}'s windows; replay priors' scale {num(fit.get('scale'), '.3f')}, "
+        f"refuted {bool(fit.get('refuted'))}, ρ's bound {num(100 * float(fit.get('rho_up', math.nan)), '.1f')} %"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("replay_dir", type=Path)
+    ap.add_argument("--cupti", type=Path, nargs="*", default=[])
+    a = ap.parse_args(argv)
+    for p, what in ((a.run_dir, "manifest.json"), (a.replay_dir, "replay.csv")):
+        if not (p / what).is_file():
+            print(f"{p / what}: no such file", file=sys.stderr)
+            return 2
+    try:
+        plain, _ = attribute(a.run_dir, a.replay_dir, list(a.cupti), split=False)
+        split, classes = attribute(a.run_dir, a.replay_dir, list(a.cupti), split=True)
+    except SystemExit as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"as run:               {line(plain)}")
+    print(f"split by call length: {line(split)}")
+    energy = {r.name: r.energy_j for r in plain.rows if r.kind in KERNEL_KINDS}
+    total = sum(energy.values())
+    from archline.core.activity import demangle
+
+    names = demangle(list(classes))
+    held = sum(energy.get(names.get(n, n), 0.0) for n in classes)
+    print(f"names split: {len(classes)} ({sum(classes.values())} classes), {100 * held / total:.1f} % of the kernel "
+          "energy as run")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
