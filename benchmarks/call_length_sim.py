@@ -2,6 +2,7 @@
 
     python benchmarks/call_length_sim.py [--scales 0.01,0.03,0.1,0.3,1] [--seeds 3] [--first-seed 0] [--seconds 12]
         [--instance-cv 0.05] [--model exact|shipped] [--json FILE]
+    python benchmarks/call_length_sim.py --summarize SAVED_OUTPUT
 
 Session 31, on a CPU, frozen before any GPU run of its workloads (scripts/plan_s31c.sh). One transformer-like
 training step, two layers: per layer forward a QKV GEMM, attention, the output projection, add + layer norm, the
@@ -13,18 +14,18 @@ every call time, so 0.03 puts the GEMMs near the transformer at d = 512-2048's f
 share a nominal power (GEMMs 620-650 W, attention 560/540, elementwise 330-350, the optimizer 300; 200 W in launch
 gaps, 90 W idle); every call is drawn ±2 % in time and power, and every call's place in the step (a kernel name's
 i-th call in the step, the same every step) keeps a power of its own, ``--instance-cv`` (5 %) about its name's (a GEMM
-of another shape under the same name, say: on session 22's transformer run two cuBLAS GEMM names and an elementwise
-kernel with 26 % of the kernel energy each ran calls of two lengths, 56 and 182 µs), which per-name constant powers
-cannot fit; the shipped runs' buffer residuals recur with the step (docs/attribution.md "Session 26").
+of another shape under the same name, say: on session 22's transformer run its largest cuBLAS GEMM name ran calls of
+57 and 181 µs, ``benchmarks/split_by_length.py``), which per-name constant powers cannot fit; the shipped runs' buffer
+residuals recur with the step (docs/attribution.md "Session 26").
 
 The sensors: the power buffer an instantaneous sample of a first-order lag of 13.6 ms, 3.9 ms late, every 20 ms
-(jitter 0.2 ms, 1 W of noise: the top of the lags and delays the shipped calibrations measured, 13.2-13.6 and 3.3-3.9
-ms); the energy counter every 100 ms, polled as archline polls it. ``--model exact`` fits through the sensor's own
-model; ``--model shipped`` through the model ``archline run`` takes on an H200 without a calibration of its own, the
-shipped H200 calibration (results/h200/sensor/calibration: 13.2 ms, 3.3 ms, with its σ), as a board at the other end
-of that spread would be fitted. The program runs
-``--seconds`` of steps between 0.5 s of idle; ``archline.attribute``'s own fit (``attribute_energy`` with the buffer's
-model, no priors: every column's prior the weak pooled one) attributes it.
+(jitter 0.2 ms, 1 W of noise: near the top of the lags and delays of the eight shipped calibrations, 12.86-13.61 and
+2.76-3.97 ms, docs/data/buffer_models_s31.txt); the energy counter every 100 ms, polled as archline polls it.
+``--model exact`` fits through the sensor's own model; ``--model shipped`` through the model ``archline run`` takes on
+an H200 without a calibration of its own, the shipped H200 calibration (results/h200/sensor/calibration: 13.2 ms, 3.3
+ms, with its σ), as a board at the other end of that spread would be fitted. The program runs ``--seconds`` of steps
+between 0.5 s of idle; ``archline.attribute``'s own fit (``attribute_energy`` with the buffer's model, no priors:
+every column's prior the weak pooled one) attributes it.
 
 Per scale and seed: the call time the kernel energy sits in (energy-weighted median, ms), the share of kernel energy
 in identifiable rows within ±15 % at 95 % (issue 13's figure), the share whose 95 % interval holds its true energy,
@@ -199,8 +200,38 @@ def score(
     }
 
 
+def summarize(text: str) -> list[str]:
+    """Per ``== …`` block of a saved output (``scripts/call_length_sim_s31.sh``'s), per scale: the range over its seeds
+    of the share within ±15 %, the share whose interval holds the truth, and the median half-width."""
+    out: list[str] = []
+    block: dict[str, list[tuple[float, float, float]]] = {}
+    name = ""
+
+    def flush() -> None:
+        if name and block:
+            cells = [
+                f"{sc}: {min(v[0] for v in vs):.1f}-{max(v[0] for v in vs):.1f} within, "
+                f"{min(v[1] for v in vs):.1f}-{max(v[1] for v in vs):.1f} held, "
+                f"{min(v[2] for v in vs):.1f}-{max(v[2] for v in vs):.1f} half"
+                for sc, vs in block.items()
+            ]
+            out.append(f"{name}: " + "; ".join(cells) + " (%)")
+
+    for line in text.splitlines():
+        if line.startswith("== "):
+            flush()
+            name, block = line[3:].strip(), {}
+            continue
+        cells = line.replace("%", " ").split()
+        if len(cells) >= 6 and cells[1].isdigit():
+            block.setdefault(cells[0], []).append((float(cells[3]), float(cells[4]), float(cells[5])))
+    flush()
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--summarize", type=Path, help="ranges over the seeds of a saved output, per block and scale")
     ap.add_argument("--scales", default="0.01,0.03,0.1,0.3,1")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--first-seed", type=int, default=0, help="seeds FIRST_SEED … FIRST_SEED + SEEDS − 1")
@@ -210,6 +241,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-sensor-sigma", action="store_true", help="leave the model's σ out of the rows (before s31)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args(argv)
+    if a.summarize is not None:
+        try:
+            text = a.summarize.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"{a.summarize}: cannot read ({exc})", file=sys.stderr)
+            return 2
+        for line in summarize(text):
+            print(line)
+        return 0
     try:
         scales = [float(s) for s in a.scales.split(",")]
     except ValueError:

@@ -2,17 +2,18 @@
 
     python benchmarks/split_by_length.py RUN_DIR REPLAY_DIR [--cupti FILE.bin[.gz|.xz] ...]
 
-Session 31, post hoc, no GPU. ``archline run`` fits one power per kernel name. On session 22's transformer run two
-cuBLAS GEMM names and an elementwise kernel, 26 % of the kernel energy between them, ran calls of two lengths (56 and
-182 µs for the GEMMs: two shapes under one name), and a per-name power cannot fit a name whose shapes draw different
-powers. Here the run is attributed twice, as ``benchmarks/redo_attribution.py`` redoes it (the run's sensor model,
+Session 31, post hoc, no GPU. ``archline run`` fits one power per kernel name, and a per-name power cannot fit a name
+whose calls are of shapes that draw different powers: on session 22's transformer run its largest cuBLAS GEMM name
+ran calls of 57 and 181 µs (this script's output there, docs/data/split_by_length_s31.txt). Here the run is attributed
+twice, as ``benchmarks/redo_attribution.py`` redoes it (the run's sensor model,
 power limit, burst ceiling and REPLAY_DIR's priors): as run, and with every kernel name whose sorted log call times
 jump by more than ln 1.25 between two calls (with at least 5 % of its calls on either side) split into classes at
 those jumps, each class a column of its own (``NAME [class K]``) with its name's replay prior at the name's power (the
 prior's energy and time per call scaled by the class's mean call time over the name's). Prints, for each: the kernel
 rows, the share of kernel energy in identifiable rows within ±15 % at 95 % (issue 13's figure), the windows the fit
 used, and the replay priors' calibrated scale, whether the windows refuted their spread, and ρ's bound; then the
-names split and their share of the kernel energy. A figure, not a rule: nothing in archline splits names.
+names split and their share of the kernel energy, and the three largest with their classes' mean call times. A figure,
+not a rule: nothing in archline splits names.
 """
 
 from __future__ import annotations
@@ -158,6 +159,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     held = sum(energy.get(names.get(n, n), 0.0) for n in classes)
     print(f"names split: {len(classes)} ({sum(classes.values())} classes), {100 * held / total:.1f} % of the kernel "
           "energy as run")  # fmt: skip
+    # the three largest names split, with their classes' mean call times (µs), from the trace as run
+    times: dict[str, list[float]] = {}
+    from redo_attribution import cut_inputs
+
+    _, acts, _, _ = cut_inputs(a.run_dir, 0.0)
+    for act in acts:
+        if act.kind == "kernel" and act.name in classes:
+            times.setdefault(act.name, []).append(act.end_s - act.start_s)
+    for n in sorted(classes, key=lambda n: -energy.get(names.get(n, n), 0.0))[:3]:
+        c = cuts(times[n])
+        t = np.asarray(times[n])
+        k = np.searchsorted(c, np.log(t))
+        means = ", ".join(f"{1e6 * float(t[k == i].mean()):.0f}" for i in range(len(c) + 1))
+        print(f"  {100 * energy.get(names.get(n, n), 0.0) / total:4.1f} % {names.get(n, n)[:70]}: calls of {means} µs")
     return 0
 
 

@@ -3,7 +3,8 @@
 # carries the buffer model's sigma into the rows (attribution._model_sensitivity) was decided on; seeds 3-5 were run
 # only after it was committed (held out). Fitted through the sensor's own model (exact) and through the shipped H200
 # calibration (shipped), without and with each call place's own power (--instance-cv 0, 0.05), the shipped model's
-# sigma left out (--no-sensor-sigma, as before session 31) and carried in. Prints docs/data/call_length_sim_s31.txt.
+# sigma left out (--no-sensor-sigma, as before session 31) and carried in. Prints docs/data/call_length_sim_s31.txt;
+# its ranges over the seeds: benchmarks/call_length_sim.py --summarize docs/data/call_length_sim_s31.txt.
 #   scripts/call_length_sim_s31.sh
 set -eu
 cd "$(dirname "$0")/.."

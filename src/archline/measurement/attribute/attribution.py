@@ -332,9 +332,9 @@ def _model_sensitivity(
     shipped one's of a board of the same generation), and a 20 ms reading's response to a call of a millisecond leans
     on its lag and delay. The fit is redone with each of them moved by ±1 σ (the priors, bounds and everything else
     as they were); half the difference of each column's two powers is its sensitivity to that parameter, and their
-    root sum of squares widens the column's interval in quadrature (at the fit's own quantile). On simulated steady
-    loops fitted through the shipped H200 model a board at the other end of the calibrations' spread (lag and delay
-    0.4-0.6 ms off) had data-led intervals that held the truth for 5-75 % of the kernel energy at ±0.4-4.8 % half-widths
+    root sum of squares widens the column's interval in quadrature (at the fit's own quantile). On simulated steps
+    fitted through the shipped H200 model, a board whose lag and delay are 0.4-0.6 ms off had intervals that held the
+    truth for 5-45 % of the kernel energy at calls of 0.84-8.4 ms, at ±0.7-2.2 % half-widths
     (benchmarks/call_length_sim.py, docs/attribution.md "Session 31"). Only where the fit is on the buffer's
     windows and the model carries a σ; a parameter whose moved fit leaves the buffer or changes the active columns
     is left out. Returns the widened fit and what was done (None: nothing)."""
