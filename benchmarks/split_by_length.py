@@ -1,6 +1,6 @@
 """A shipped attribution redone with each kernel name's calls split by their length: does the share within ±15 % move?
 
-    python benchmarks/split_by_length.py RUN_DIR REPLAY_DIR [--cupti FILE.bin[.gz|.xz] ...]
+    python benchmarks/split_by_length.py RUN_DIR REPLAY_DIR [--cupti FILE.bin[.gz|.xz] ...] [--sensor-profiles FILE]
 
 Session 31, post hoc, no GPU. ``archline run`` fits one power per kernel name, and a per-name power cannot fit a name
 whose calls are of shapes that draw different powers: on session 22's transformer run its largest cuBLAS GEMM name
@@ -88,11 +88,13 @@ def split_activities(acts: Sequence[Any], priors: dict[str, Any]) -> tuple[list[
     return out, new, split
 
 
-def attribute(d: Path, replay: Path, cupti: list[Path], split: bool) -> tuple[Any, dict[str, int]]:
+def attribute(
+    d: Path, replay: Path, cupti: list[Path], split: bool, profiles: Path | None = None
+) -> tuple[Any, dict[str, int]]:
     """The run redone (module docstring), with its names split or not."""
     from dataclasses import replace
 
-    from redo_attribution import buffer_model_choice, cut_inputs, open_run
+    from redo_attribution import buffer_model_choice, cut_inputs, open_run, profile_model
 
     from archline.cli.run_cmd import read_replay_priors
     from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
@@ -100,7 +102,8 @@ def attribute(d: Path, replay: Path, cupti: list[Path], split: bool) -> tuple[An
 
     manifest = open_run(d, cupti)
     gpu = manifest.get("gpu") or {}
-    opts = AttributionOptions(buffer_model=buffer_model_choice(manifest).model)
+    model = profile_model(profiles)[0] if profiles is not None else buffer_model_choice(manifest).model
+    opts = AttributionOptions(buffer_model=model)
     limit = (manifest.get("extra") or {}).get("power_limit_w")
     if isinstance(limit, int | float) and limit > 0:
         opts = replace(opts, power_limit_w=float(limit))
@@ -138,19 +141,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("replay_dir", type=Path)
     ap.add_argument("--cupti", type=Path, nargs="*", default=[])
+    ap.add_argument("--sensor-profiles", type=Path, help="the buffer's model from this calibration's profiles.json")
     a = ap.parse_args(argv)
     for p, what in ((a.run_dir, "manifest.json"), (a.replay_dir, "replay.csv")):
         if not (p / what).is_file():
             print(f"{p / what}: no such file", file=sys.stderr)
             return 2
+    from archline.errors import ArchlineError
+
     try:
-        plain, _ = attribute(a.run_dir, a.replay_dir, list(a.cupti), split=False)
-        split, classes = attribute(a.run_dir, a.replay_dir, list(a.cupti), split=True)
-    except SystemExit as exc:
+        plain, _ = attribute(a.run_dir, a.replay_dir, list(a.cupti), False, a.sensor_profiles)
+        split, classes = attribute(a.run_dir, a.replay_dir, list(a.cupti), True, a.sensor_profiles)
+    except (SystemExit, ArchlineError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    print(f"as run:               {line(plain)}")
-    print(f"split by call length: {line(split)}")
+    print(f"redone:                       {line(plain)}")
+    print(f"redone, split by call length: {line(split)}")
     energy = {r.name: r.energy_j for r in plain.rows if r.kind in KERNEL_KINDS}
     total = sum(energy.values())
     from archline.core.activity import demangle
@@ -158,8 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = demangle(list(classes))
     held = sum(energy.get(names.get(n, n), 0.0) for n in classes)
     print(f"names split: {len(classes)} ({sum(classes.values())} classes), {100 * held / total:.1f} % of the kernel "
-          "energy as run")  # fmt: skip
-    # the three largest names split, with their classes' mean call times (µs), from the trace as run
+          "energy, redone")  # fmt: skip
+    # the three largest names split, with their classes' mean call times (µs), from the trace
     times: dict[str, list[float]] = {}
     from redo_attribution import cut_inputs
 

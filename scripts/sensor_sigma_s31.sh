@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Session 31, post hoc on a CPU: six shipped real-program runs (scripts/split_by_length_s31.sh's) redone by
 # benchmarks/redo_attribution.py with the buffer model's lag and delay sigma left out of the rows (--no-sensor-sigma,
-# as they were run) and carried in (the default since session 31). Per run: the windows fitted, the share of kernel
-# energy in identifiable rows within +-15 %, the energy-weighted median 95 % half-width, the top ten within 15 % of
-# replay's isolated energy, each both ways. Needs the traces (scripts/restore_traces.sh). Prints
+# as they were run) and carried in (the default since session 31), through the board's own calibration where the run
+# had one (sensor-calibration/profiles.json in its run set), else the shipped one of its generation (as
+# redo_attribution.py takes it). Per run: the windows fitted, the share of kernel energy in identifiable rows within
+# +-15 %, the energy-weighted median 95 % half-width, the top ten within 15 % of replay's isolated energy, both ways. Needs the traces (scripts/restore_traces.sh). Prints
 # docs/data/sensor_sigma_s31.txt.
 #   scripts/sensor_sigma_s31.sh
 set -eu
@@ -17,10 +18,11 @@ for pair in h100/attribution-s22/batch128-GPU-6e0448a4:transformer h100/attribut
   h100/attribution-s29/transformer2k-GPU-67dc1090:transformer2k h200/attribution-s21/heldout-resnet50cl-GPU-ecd6d00a:resnet50cl; do
   set=results/${pair%%:*}; w=${pair##*:}
   rm -rf "$tmp/run"; cp -r "$set/$w-run" "$tmp/run"
+  own=(); [ -f "$set/sensor-calibration/profiles.json" ] && own=(--sensor-profiles "$set/sensor-calibration/profiles.json")
   for how in without with; do
     flag=(); [ "$how" = without ] && flag=(--no-sensor-sigma)
     "$py" benchmarks/redo_attribution.py "$tmp/run" --cupti "$tmp"/run/raw/cupti/*.bin.xz --prior-replay "$set/$w-replay" \
-      "${flag[@]}" --json 2>/dev/null | sed -n '/^{/,$p' >"$tmp/$how.json"
+      "${own[@]}" "${flag[@]}" --json 2>/dev/null | sed -n '/^{/,$p' >"$tmp/$how.json"
   done
   "$py" - "$set" "$w" "$tmp/without.json" "$tmp/with.json" <<'PY'
 import json, sys

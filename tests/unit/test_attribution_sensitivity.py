@@ -74,3 +74,33 @@ def test_counter_windows_are_not_widened() -> None:
     opts = AttributionOptions(buffer_model=SIGMA, fit_source="counter")
     res = attribute_energy(run.recording, run.activities, program_span=run.program_span, options=opts)
     assert res.extra["fit_windows"] == "counter" and res.extra["sensor_model_sensitivity"] is None
+
+
+def test_sensor_sigma_off_is_the_fit_without_the_models_sigma(fits) -> None:
+    run, bare, _ = fits[0]
+    off = attribute_energy(run.recording, run.activities, program_span=run.program_span,
+                           options=AttributionOptions(buffer_model=SIGMA, sensor_sigma=False))  # fmt: skip
+    assert off.extra["sensor_model_sensitivity"] is None
+    for r in off.kernels:
+        b = bare.table[r.name]
+        assert (r.energy_lo_j, r.energy_j, r.energy_hi_j) == pytest.approx((b.energy_lo_j, b.energy_j, b.energy_hi_j))
+
+
+def test_widening_never_narrows_keeps_nan_and_stops_at_the_bound() -> None:
+    import numpy as np
+
+    from archline.measurement.attribute.attribution import widen
+
+    p = np.array([100.0, 100.0, np.nan, 100.0, 50.0])
+    lo = np.array([90.0, -20.0, np.nan, 95.0, 60.0])  # a covariance low below 0; a bootstrap low above its power
+    hi = np.array([110.0, 220.0, np.nan, 130.0, 70.0])
+    sd = np.array([5.0, 5.0, 5.0, 0.0, 5.0])
+    bound = np.array([np.inf, 215.0, np.nan, 120.0, 1000.0])
+    lo2, hi2 = widen(p, lo, hi, sd, 2.0, bound)
+    assert lo2[0] == pytest.approx(100 - np.hypot(10, 10)) and hi2[0] == pytest.approx(100 + np.hypot(10, 10))
+    assert np.all(lo2[[0, 1, 3, 4]] <= lo[[0, 1, 3, 4]]) and np.all(hi2[[0, 1, 3, 4]] >= hi[[0, 1, 3, 4]])
+    # not clipped at 0: a low below 0 stays as low as it was or lower
+    assert lo2[1] <= -20.0
+    # the high end stops at the bound, except where it was already past it
+    assert hi2[1] == 220.0 and hi2[3] == 130.0
+    assert np.isnan(lo2[2]) and np.isnan(hi2[2])

@@ -323,6 +323,21 @@ def _counter_if_buffer_refuted(
 
 #: The sensor model's parameters whose uncertainty :func:`_model_sensitivity` carries into the rows, with their σs.
 SENSITIVE = (("lag_s", "lag_sigma_s"), ("delay_s", "delay_sigma_s"))
+#: The note names the row whose power moves most among the columns holding at least this share of the fitted energy.
+SENSITIVE_NAMED_SHARE = 0.01
+
+
+def widen(p: F64, lo: F64, hi: F64, sd: F64, z: float, bound: F64 | None = None) -> tuple[F64, F64]:
+    """Each power interval ``[lo, hi]`` about ``p`` widened in quadrature by ``z × sd`` on either side, never narrower
+    than it was; the high end no higher than ``bound`` unless it already was (NaN powers keep their interval)."""
+    ok = np.isfinite(p) & np.isfinite(sd)
+    lo2 = np.where(ok, p - np.sqrt((p - lo) ** 2 + (z * sd) ** 2), lo)
+    hi2 = np.where(ok, p + np.sqrt((hi - p) ** 2 + (z * sd) ** 2), hi)
+    lo2, hi2 = np.minimum(lo2, lo), np.maximum(hi2, hi)
+    if bound is not None:
+        cap = np.where(np.isfinite(bound), np.maximum(bound, hi), np.inf)
+        hi2 = np.minimum(hi2, cap)
+    return np.asarray(lo2, np.float64), np.asarray(hi2, np.float64)
 
 
 def _model_sensitivity(
@@ -330,53 +345,60 @@ def _model_sensitivity(
 ) -> tuple[ColumnFit, dict[str, Any] | None]:
     """Step 3c (session 31): the power buffer's sensor model is known only to within its σ (its calibration's, or the
     shipped one's of a board of the same generation), and a 20 ms reading's response to a call of a millisecond leans
-    on its lag and delay. The fit is redone with each of them moved by ±1 σ (the priors, bounds and everything else
-    as they were); half the difference of each column's two powers is its sensitivity to that parameter, and their
-    root sum of squares widens the column's interval in quadrature (at the fit's own quantile). On simulated steps
-    fitted through the shipped H200 model, a board whose lag and delay are 0.4-0.6 ms off had intervals that held the
-    truth for 5-45 % of the kernel energy at calls of 0.84-8.4 ms, at ±0.7-2.2 % half-widths
-    (benchmarks/call_length_sim.py, docs/attribution.md "Session 31"). Only where the fit is on the buffer's
-    windows and the model carries a σ; a parameter whose moved fit leaves the buffer or changes the active columns
-    is left out. Returns the widened fit and what was done (None: nothing)."""
+    on its lag and delay. The buffer's windows are rebuilt with each of the two moved by +1 σ and by −1 σ (a lag that
+    would reach 0 is not moved; a delay may go below 0) and the final fit is redone on them with everything else as it
+    was: the same columns, prior means and σ (the priors as calibrated, not calibrated again) and bounds. A column's
+    sensitivity to a parameter is the root mean square of its two moves; their root sum of squares (the two parameters
+    taken as independent) widens its interval in quadrature at the fit's own quantile, never narrowing it and not past
+    its bound (:func:`widen`). On simulated steps fitted through the shipped H200 model, a board whose lag and delay
+    are 0.4-0.6 ms off had intervals that held the truth for 5-45 % of the kernel energy at calls of 0.84-8.4 ms, at
+    ±0.7-2.2 % half-widths (benchmarks/call_length_sim.py, docs/attribution.md "Session 31"). Only where the fit is on
+    the buffer's windows, the model carries a σ and ``opts.sensor_sigma`` is on; a moved model whose windows are too
+    few for the buffer's fit is left out. Returns the widened fit and what was done (None: nothing)."""
+    from archline.measurement.attribute.fit import fit_powers
+
     model = opts.buffer_model
-    if data.source != "buffer" or model is None or not opts.sensor_sigma:
+    if data.source != "buffer" or model is None or not opts.sensor_sigma or cols.prior_mean_w is None:
         return cols, None
+    assert cols.prior_sd_w is not None and cols.upper_w is not None
+    p0 = cols.fit.power_w
     parts: list[tuple[str, float, F64]] = []
     for field, sigma_field in SENSITIVE:
         sigma = float(getattr(model, sigma_field))
         value = float(getattr(model, field))
         if not (math.isfinite(sigma) and sigma > 0) or (field == "lag_s" and value - sigma <= 0):
             continue
-        moved: list[F64] = []
+        moves: list[F64] = []
         for sign in (1.0, -1.0):
-            moved_model = (
-                replace(model, lag_s=value + sign * sigma)
-                if field == "lag_s"
-                else replace(model, delay_s=value + sign * sigma)
-            )
-            alt_opts = replace(opts, buffer_model=moved_model)
-            alt = _fit_data(d, s, long_e, buf, alt_opts, [])
-            if alt.source != "buffer" or not np.array_equal(alt.active, data.active):
+            moved = value + sign * sigma
+            m = replace(model, lag_s=moved) if field == "lag_s" else replace(model, delay_s=moved)
+            alt = _fit_data(d, s, long_e, buf, replace(opts, buffer_model=m), [])
+            if alt.source != "buffer":
                 break
-            moved.append(_fit(d, alt, alt_opts).power_w)
-        if len(moved) == 2:
-            parts.append((field, sigma, 0.5 * (moved[0] - moved[1])))
+            refit = fit_powers(alt.x, alt.y_j, cols.prior_mean_w, cols.prior_sd_w, upper_w=cols.upper_w)
+            moves.append(refit.power_w - p0)
+        if len(moves) == 2:
+            parts.append((field, sigma, np.sqrt(0.5 * (moves[0] ** 2 + moves[1] ** 2))))
     if not parts:
         return cols, None
-    sd = np.sqrt(sum(np.where(np.isfinite(j), j, 0.0) ** 2 for _, _, j in parts))
-    z = cols.fit.t_quantile(opts.confidence)
-    p = cols.power_w
-    lo = np.where(np.isfinite(p), p - np.sqrt((p - cols.lo_w) ** 2 + (z * sd) ** 2), cols.lo_w)
-    hi = np.where(np.isfinite(p), p + np.sqrt((cols.hi_w - p) ** 2 + (z * sd) ** 2), cols.hi_w)
-    rel = np.where(np.isfinite(p) & (p > 0), sd / np.where(p > 0, p, 1.0), 0.0)
-    worst = int(np.argmax(rel))
+    sd_active = np.sqrt(sum(j**2 for _, _, j in parts))
+    sd = np.full(len(d.col_names), math.nan)
+    sd[cols.active] = sd_active
+    bound = np.full(len(d.col_names), math.nan)
+    bound[cols.active] = cols.upper_w
+    lo, hi = widen(cols.power_w, cols.lo_w, cols.hi_w, sd, cols.fit.t_quantile(opts.confidence), bound)
+    # the row named: the largest relative move among the columns that hold a share of the fitted energy
+    energy = np.where(np.isfinite(cols.power_w), cols.power_w, 0.0) * data.col_time
+    held = energy >= SENSITIVE_NAMED_SHARE * max(float(energy.sum()), 1e-300)
+    rel = np.where(held & (cols.power_w > 0), sd / np.where(cols.power_w > 0, cols.power_w, 1.0), 0.0)
+    worst = int(np.argmax(np.nan_to_num(rel)))
     info = {
         "parameters": {f: sig for f, sig, _ in parts},
         "power_sd_w": {d.col_names[k]: float(sd[k]) for k in cols.active.tolist() if sd[k] > 0},
         "largest_rel_sd": float(rel[worst]),
         "largest": d.col_names[worst],
     }
-    return replace(cols, lo_w=np.maximum(lo, 0.0), hi_w=hi), info
+    return replace(cols, lo_w=lo, hi_w=hi), info
 
 
 def _fit(d: Design, data: _FitData, opts: AttributionOptions) -> ColumnFit:
@@ -488,8 +510,9 @@ def attribute_energy(
         moved = ", ".join(f"{f.removesuffix('_s')} ±{1e3 * v:.2f} ms" for f, v in sensitivity["parameters"].items())
         notes.append(
             f"the power buffer's sensor model is known to within its σ ({moved}): the fit redone at each moved by "
-            "±1 σ widens every row's interval by how far its power moves (the most "
-            f"{100 * sensitivity['largest_rel_sd']:.1f} % of its power at 1 σ, {sensitivity['largest'][:60]})"
+            "±1 σ, its priors and bounds as they were, widens every row's interval by how far its power moves (of "
+            "the rows holding 1 % of the energy or more, the most "
+            f"{100 * sensitivity['largest_rel_sd']:.1f} % of its power at 1 σ: {sensitivity['largest'][:60]})"
         )
     notes += [f.note() for f in cols.scale_fits]
     if math.isfinite(cols.time_common):

@@ -116,6 +116,11 @@ class ColumnFit:
     #: The common ln(time here / time there) taken out of the time parts of the priors timed by CUPTI
     #: (:func:`archline.measurement.attribute.buffer_fit.time_common`); NaN where none was.
     time_common: float = math.nan
+    #: The final fit's prior means and σ (W) and upper bounds, by position in ``active``: what a refit of the same
+    #: columns on other windows takes to be the same fit but for its data (attribution._model_sensitivity).
+    prior_mean_w: F64 | None = None
+    prior_sd_w: F64 | None = None
+    upper_w: F64 | None = None
 
 
 def impossible_priors(pm: F64, src: list[str], upper: F64) -> list[int]:
@@ -280,6 +285,9 @@ def fit_columns(
         bound_w=bound,
         prior_parts=parts,
         time_common=common,
+        prior_mean_w=pm,
+        prior_sd_w=psd,
+        upper_w=upper,
     )
 
 
