@@ -8,9 +8,10 @@ Session 31, on a CPU, frozen before any GPU run of its workloads (scripts/plan_s
 training step, two layers: per layer forward a QKV GEMM, attention, the output projection, add + layer norm, the
 feed-forward's two GEMMs with an activation between, add + layer norm; backward each GEMM twice (data and weight
 gradient), attention's backward and the elementwise and norm backward kernels; then the optimizer. Each kernel's
-call time at scale 1 is what two d = 8192 layers over 16 × 2048 tokens take on an H200 at about 630 TFLOP/s (bf16)
-and 4 TB/s (the GEMMs 7-28 ms, attention 5 and 12 ms, the elementwise kernels 1.5-2 ms); ``--scales`` multiplies
-every call time, so 0.03 puts the GEMMs near the transformer at d = 512-2048's few hundred µs to 1 ms. Calls of a name
+call time at scale 1 is computed for two d = 8192 layers over 16 × 2048 tokens on an H200 at about 630 TFLOP/s (bf16)
+and 4 TB/s, not measured (the GEMMs 7-28 ms, attention 5 and 12 ms, the elementwise kernels 1.5-2 ms); ``--scales``
+multiplies every call time, so 0.01 puts the GEMMs at 0.07-0.28 ms, near the shipped transformer runs' calls (their
+split names' classes average 4-339 µs: docs/data/split_by_length_s31.txt). Calls of a name
 share a nominal power (GEMMs 620-650 W, attention 560/540, elementwise 330-350, the optimizer 300; 200 W in launch
 gaps, 90 W idle); every call is drawn ±2 % in time and power, and every call's place in the step (a kernel name's
 i-th call in the step, the same every step) keeps a power of its own, ``--instance-cv`` (5 %) about its name's (a GEMM

@@ -59,10 +59,11 @@ sys.path.insert(0, str(HERE.parent / "workloads"))
 #: whose energy is mostly in its convolutions, where ResNet-50's spreads over some 70 names with batch norm and
 #: elementwise kernels.
 #: transformer8k (session 31): two encoder layers at the width of a 70-B-parameter LLM (d = 8192, 64 heads, feed-forward
-#: 32768) over 2048-token sequences, batch 16: its GEMMs last some 7-30 ms a call, as an LLM's layers do at scale,
-#: longer than the power buffer's 20 ms readings where the d = 512 and d = 2048 steps' calls are a few ms or less.
+#: 32768) over 2048-token sequences, batch 16: its GEMMs should last some 7-30 ms a call (by their FLOPs), as an LLM's
+#: layers do at scale, longer than the power buffer's 20 ms readings where the d = 512 and d = 2048 steps' calls are a
+#: few ms or less.
 #: widecnn (session 31): workloads/widecnn_step.py, six 3×3 convolutions of 1024 channels at 128 × 128, batch 64:
-#: each convolution's call (forward, data and weight gradient) some 30 ms.
+#: each convolution's call (forward, data and weight gradient) some 30 ms by its FLOPs.
 WORKLOADS = ("resnet50", "transformer", "resnet50cl", "decode", "transformer2k", "vgg16cl", "transformer8k", "widecnn")
 #: Launches ``archline counts`` profiles of a step, by workload (None: the whole step). ncu takes 0.3-0.5 s a launch
 #: (session 25's H100s), and a decode step is some 10 000 launches of the same few kernels.

@@ -1,9 +1,10 @@
 """A wide convolutional network's training step: 3×3 convolutions of 1024 channels at 128 × 128, BN, ReLU, bf16.
 
-Session 31's CNN whose energy sits in calls that each last tens of milliseconds (about 30 ms per convolution,
-forward, data gradient and weight gradient alike, at batch 64 on an H200), as the widest, highest-resolution stages of
-image networks do at scale, where torchvision's ResNet-50 and VGG-16 at 224 × 224 spread theirs over calls of well
-under a millisecond to a few milliseconds, shorter than the power buffer's 20 ms readings.
+Session 31's CNN whose energy should sit in calls that each last tens of milliseconds (about 30 ms per convolution,
+forward, data gradient and weight gradient alike, at batch 64 on an H200 by its FLOPs at some 630 TFLOP/s; not yet
+measured), as the widest, highest-resolution stages of image networks do at scale, where torchvision's ResNet-50 and
+VGG-16 at 224 × 224 spread theirs over calls of well under a millisecond to a few milliseconds, shorter than the power
+buffer's 20 ms readings.
 """
 
 from __future__ import annotations
