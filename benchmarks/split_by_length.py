@@ -127,7 +127,7 @@ def line(res: Any) -> str:
     fit = (res.extra.get("prior_fit") or {}).get("replay") or {}
 
     def num(v: Any, spec: str) -> str:
-        return format(float(v), spec) if isinstance(v, int | float) else "—"
+        return format(float(v), spec) if isinstance(v, int | float) and math.isfinite(v) else "—"
 
     return (
         f"{len(rows)} kernel rows, within ±15 % {100 * within / total:.1f} %, fitted on the "

@@ -51,3 +51,22 @@ def test_a_missing_run_or_replay_is_one_line(
     assert mod.main([str(tmp_path), str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "manifest.json: no such file" in err[0]
+
+
+def test_a_redos_line_counts_identifiable_rows_within_15_percent(mod: ModuleType) -> None:
+    from types import SimpleNamespace as NS
+
+    rows = [
+        NS(kind="kernel", energy_j=60.0, energy_lo_j=55.0, energy_hi_j=65.0, identifiable=True),  # ±8.3 %: counts
+        NS(kind="kernel", energy_j=30.0, energy_lo_j=20.0, energy_hi_j=40.0, identifiable=True),  # ±33 %: not
+        NS(kind="memcpy", energy_j=10.0, energy_lo_j=9.9, energy_hi_j=10.1, identifiable=False),  # narrow, not ident.
+        NS(kind="gap", energy_j=500.0, energy_lo_j=0.0, energy_hi_j=1000.0, identifiable=False),  # not a kernel row
+    ]
+    fit = {"scale": 0.97, "refuted": False, "rho_up": 0.4}
+    res = NS(rows=rows, extra={"fit_windows": "buffer", "prior_fit": {"replay": fit}})
+    assert mod.line(res) == (
+        "3 kernel rows, within ±15 % 60.0 %, fitted on the buffer's windows; replay priors' scale 0.970, "
+        "refuted False, ρ's bound 40.0 %"
+    )
+    res.extra["prior_fit"] = {}
+    assert mod.line(res).endswith("replay priors' scale —, refuted False, ρ's bound — %")
