@@ -262,6 +262,11 @@ def _span(
     return span, d, buf, long_min
 
 
+def _buffer_enough(n_buffer: int, n_counter: int, n_active: int) -> bool:
+    """Whether the power buffer's readings are enough to fit on instead of the counter's windows."""
+    return n_buffer >= max(2 * n_counter, n_active + 3)
+
+
 def _fit_data(
     d: Design, s: _Span, long_e: F64, buf: Readings | None, opts: AttributionOptions, notes: list[str]
 ) -> _FitData:
@@ -276,7 +281,7 @@ def _fit_data(
     model = _buffer_model(opts, buf, notes) if s.scaled else None
     if opts.fit_source == "buffer" and s.integral is not None and model is not None:
         xb, yb = buffer_design(d, s.integral, s.scale, s.kept, model=model)
-        if xb.shape[0] >= max(2 * len(y_short), active.size + 3):
+        if _buffer_enough(xb.shape[0], len(y_short), active.size):
             xa, y_short, fit_windows = xb[:, active], yb, "buffer"
     elif opts.fit_source not in ("buffer", "counter"):
         raise ValueError(f"unknown fit_source {opts.fit_source!r}")
@@ -341,7 +346,7 @@ def widen(p: F64, lo: F64, hi: F64, sd: F64, z: float, bound: F64 | None = None)
 
 
 def _model_sensitivity(
-    d: Design, s: _Span, long_e: F64, buf: Readings | None, opts: AttributionOptions, data: _FitData, cols: ColumnFit
+    d: Design, s: _Span, opts: AttributionOptions, data: _FitData, cols: ColumnFit
 ) -> tuple[ColumnFit, dict[str, Any] | None]:
     """Step 3c (session 31): the power buffer's sensor model is known only to within its σ (its calibration's, or the
     shipped one's of a board of the same generation), and a 20 ms reading's response to a call of a millisecond leans
@@ -358,10 +363,13 @@ def _model_sensitivity(
     from archline.measurement.attribute.fit import fit_powers
 
     model = opts.buffer_model
-    if data.source != "buffer" or model is None or not opts.sensor_sigma or cols.prior_mean_w is None:
+    pm, psd, upper = cols.prior_mean_w, cols.prior_sd_w, cols.upper_w
+    if data.source != "buffer" or model is None or not opts.sensor_sigma or s.integral is None:
         return cols, None
-    assert cols.prior_sd_w is not None and cols.upper_w is not None
+    if pm is None or psd is None or upper is None:
+        return cols, None
     p0 = cols.fit.power_w
+    n_counter = int(np.count_nonzero(s.keep))
     parts: list[tuple[str, float, F64]] = []
     for field, sigma_field in SENSITIVE:
         sigma = float(getattr(model, sigma_field))
@@ -372,10 +380,11 @@ def _model_sensitivity(
         for sign in (1.0, -1.0):
             moved = value + sign * sigma
             m = replace(model, lag_s=moved) if field == "lag_s" else replace(model, delay_s=moved)
-            alt = _fit_data(d, s, long_e, buf, replace(opts, buffer_model=m), [])
-            if alt.source != "buffer":
+            # only the buffer's design depends on the model: the counter's windows and the columns stay as they are
+            xb, yb = buffer_design(d, s.integral, s.scale, s.kept, model=m)
+            if not _buffer_enough(xb.shape[0], n_counter, data.active.size):
                 break
-            refit = fit_powers(alt.x, alt.y_j, cols.prior_mean_w, cols.prior_sd_w, upper_w=cols.upper_w)
+            refit = fit_powers(xb[:, data.active], yb, pm, psd, upper_w=upper)
             moves.append(refit.power_w - p0)
         if len(moves) == 2:
             parts.append((field, sigma, np.sqrt(0.5 * (moves[0] ** 2 + moves[1] ** 2))))
@@ -385,7 +394,7 @@ def _model_sensitivity(
     sd = np.full(len(d.col_names), math.nan)
     sd[cols.active] = sd_active
     bound = np.full(len(d.col_names), math.nan)
-    bound[cols.active] = cols.upper_w
+    bound[cols.active] = upper
     lo, hi = widen(cols.power_w, cols.lo_w, cols.hi_w, sd, cols.fit.t_quantile(opts.confidence), bound)
     # the row named: the largest relative move among the columns that hold a share of the fitted energy
     energy = np.where(np.isfinite(cols.power_w), cols.power_w, 0.0) * data.col_time
@@ -503,7 +512,7 @@ def attribute_energy(
     data = _fit_data(d, s, long_e, buf, opts, notes)
     cols = _fit(d, data, opts)
     data, cols = _counter_if_buffer_refuted(d, s, long_e, buf, opts, data, cols, notes)
-    cols, sensitivity = _model_sensitivity(d, s, long_e, buf, opts, data, cols)
+    cols, sensitivity = _model_sensitivity(d, s, opts, data, cols)
     if data.source == "buffer":
         notes.append(f"kernel powers fitted on {data.x.shape[0]} power-buffer windows, scaled to the energy counter")
     if sensitivity is not None:
