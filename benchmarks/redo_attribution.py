@@ -94,6 +94,16 @@ def buffer_model_choice(manifest: dict[str, Any]) -> Any:
     return choose_model("nvml.buffer", None, identity=GpuIdentity.from_static(static))
 
 
+def board_limits(manifest: dict[str, Any]) -> tuple[float | None, Any]:
+    """The run's enforced power limit (W; None where the manifest has none) and the burst ceiling archline ships for
+    a board of its name (``ceiling.shipped_burst_ceiling``; None without one), as ``archline run`` took them."""
+    from archline.measurement.attribute.ceiling import shipped_burst_ceiling
+
+    limit = (manifest.get("extra") or {}).get("power_limit_w")
+    name = str((manifest.get("gpu") or {}).get("name") or "")
+    return (float(limit) if isinstance(limit, int | float) and limit > 0 else None), shipped_burst_ceiling(name)
+
+
 def profile_model(path: Path, source: str = "nvml.buffer") -> tuple[Any, str]:
     """The sensor model of ``source`` in a calibration's ``profiles.json`` (``archline sensor calibrate``), and where
     it came from; ``ArchlineError`` (one line naming the file) where the file holds none."""
@@ -266,20 +276,16 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:
         print(str(exc), file=sys.stderr)
         return 2
-    gpu = manifest.get("gpu") or {}
     opts = AttributionOptions(prior_scale=a.prior_scale, fit_source=a.fit_source, sensor_sigma=not a.no_sensor_sigma)
-    limit = (manifest.get("extra") or {}).get("power_limit_w")
-    if isinstance(limit, int | float) and limit > 0:
-        opts = replace(opts, power_limit_w=float(limit))
+    limit, ceiling = board_limits(manifest)
+    if limit is not None:
+        opts = replace(opts, power_limit_w=limit)
     if a.no_ceiling:
         opts = replace(opts, power_ceiling_w=0.0)
     elif a.ceiling_w is not None:
         opts = replace(opts, power_ceiling_w=a.ceiling_w)
         print(f"burst ceiling: {a.ceiling_w:.0f} W (given)", flush=True)
     else:
-        from archline.measurement.attribute.ceiling import shipped_burst_ceiling
-
-        ceiling = shipped_burst_ceiling(str(gpu.get("name") or ""))
         if ceiling is not None:
             opts = replace(opts, power_ceiling_w=ceiling.power_w)
             print(f"burst ceiling: {ceiling.describe()}", flush=True)

@@ -88,30 +88,35 @@ def split_activities(acts: Sequence[Any], priors: dict[str, Any]) -> tuple[list[
     return out, new, split
 
 
-def attribute(
-    d: Path, replay: Path, cupti: list[Path], split: bool, profiles: Path | None = None
-) -> tuple[Any, dict[str, int]]:
-    """The run redone (module docstring), with its names split or not."""
+def load(d: Path, replay: Path, cupti: list[Path], profiles: Path | None = None) -> tuple[Any, ...]:
+    """The run's recording, activities, span, traced intervals, options (its sensor model, or ``profiles``', its
+    power limit and burst ceiling, as ``redo_attribution.py`` takes them) and REPLAY_DIR's priors."""
     from dataclasses import replace
 
-    from redo_attribution import buffer_model_choice, cut_inputs, open_run, profile_model
+    from redo_attribution import board_limits, buffer_model_choice, cut_inputs, open_run, profile_model
 
     from archline.cli.run_cmd import read_replay_priors
-    from archline.measurement.attribute.attribution import AttributionOptions, attribute_energy
-    from archline.measurement.attribute.ceiling import shipped_burst_ceiling
+    from archline.measurement.attribute.attribution import AttributionOptions
 
     manifest = open_run(d, cupti)
-    gpu = manifest.get("gpu") or {}
     model = profile_model(profiles)[0] if profiles is not None else buffer_model_choice(manifest).model
     opts = AttributionOptions(buffer_model=model)
-    limit = (manifest.get("extra") or {}).get("power_limit_w")
-    if isinstance(limit, int | float) and limit > 0:
-        opts = replace(opts, power_limit_w=float(limit))
-    ceiling = shipped_burst_ceiling(str(gpu.get("name") or ""))
+    limit, ceiling = board_limits(manifest)
+    if limit is not None:
+        opts = replace(opts, power_limit_w=limit)
     if ceiling is not None:
         opts = replace(opts, power_ceiling_w=ceiling.power_w)
     rec, acts, span, traced = cut_inputs(d, 0.0)
-    priors: dict[str, Any] = dict(read_replay_priors(replay))
+    return rec, acts, span, traced, opts, dict(read_replay_priors(replay))
+
+
+def attribute(loaded: tuple[Any, ...], split: bool) -> tuple[Any, dict[str, int]]:
+    """The run :func:`load` read, attributed (module docstring) with its names split or not."""
+    from dataclasses import replace
+
+    from archline.measurement.attribute.attribution import attribute_energy
+
+    rec, acts, span, traced, opts, priors = loaded
     classes: dict[str, int] = {}
     if split:
         acts, priors, classes = split_activities(acts, priors)
@@ -150,8 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from archline.errors import ArchlineError
 
     try:
-        plain, _ = attribute(a.run_dir, a.replay_dir, list(a.cupti), False, a.sensor_profiles)
-        split, classes = attribute(a.run_dir, a.replay_dir, list(a.cupti), True, a.sensor_profiles)
+        loaded = load(a.run_dir, a.replay_dir, list(a.cupti), a.sensor_profiles)
+        plain, _ = attribute(loaded, False)
+        split, classes = attribute(loaded, True)
     except (SystemExit, ArchlineError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -167,10 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           "energy, redone")  # fmt: skip
     # the three largest names split, with their classes' mean call times (µs), from the trace
     times: dict[str, list[float]] = {}
-    from redo_attribution import cut_inputs
-
-    _, acts, _, _ = cut_inputs(a.run_dir, 0.0)
-    for act in acts:
+    for act in loaded[1]:
         if act.kind == "kernel" and act.name in classes:
             times.setdefault(act.name, []).append(act.end_s - act.start_s)
     for n in sorted(classes, key=lambda n: -energy.get(names.get(n, n), 0.0))[:3]:
